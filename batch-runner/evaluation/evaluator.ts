@@ -1,0 +1,31 @@
+import type { Trajectory } from "../../shared/schemas/trajectory.ts";
+import type { Runtime } from "../runtime/runtime.ts";
+
+export interface AgentResult {
+  exitCode: number | null;
+  timedOut: boolean;
+  finalAnswer: string | null;
+}
+
+export interface EvaluationContext {
+  /** The agent's runtime, still alive (its work dir holds the agent's changes). */
+  runtime: Runtime;
+  workDir: string;
+  agent: AgentResult;
+  timeoutMs: number;
+  config: Record<string, unknown>;
+  /** Creates a fresh runtime from the same image and prepare steps (swe_patch applies patches there). */
+  freshRuntime: () => Promise<Runtime>;
+}
+
+export interface Evaluation {
+  outcome_reward: number;
+  /** One per trace; a length mismatch makes the session ERROR. */
+  trace_rewards?: number[];
+  metadata: Record<string, unknown>;
+}
+
+export interface Evaluator {
+  name: string;
+  evaluate(trajectory: Trajectory, ctx: EvaluationContext): Promise<Evaluation>;
+}

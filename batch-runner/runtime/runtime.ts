@@ -1,0 +1,59 @@
+/**
+ * Where a session's commands run. Backends: process (embedded default), bwrap, apptainer, docker.
+ * Paths given to exec/upload/download are relative to the runtime's work dir unless absolute
+ * inside the runtime.
+ */
+export interface ExecOptions {
+  env?: Record<string, string>;
+  /** Relative to the work dir; defaults to it. */
+  cwd?: string;
+  timeoutMs?: number;
+  stdin?: string;
+  /** Called with output as it arrives (for logs and progress). */
+  onStdout?: (chunk: string) => void;
+  onStderr?: (chunk: string) => void;
+  signal?: AbortSignal;
+}
+
+export interface ExecResult {
+  exitCode: number | null;
+  signal: string | null;
+  timedOut: boolean;
+  stdout: string;
+  stderr: string;
+  durationMs: number;
+}
+
+export interface Runtime {
+  readonly id: string;
+  /** Host path of the session's work dir (what the harness sees as its cwd). */
+  readonly workDir: string;
+  /** Host path of the session's private HOME / config dir. */
+  readonly homeDir: string;
+  /**
+   * Base URL at which code inside the runtime reaches the proxy (may differ from the host's
+   * URL when the network is cut and a Unix-socket bridge is used).
+   */
+  readonly proxyUrl: string;
+  exec(argv: string[], opts?: ExecOptions): Promise<ExecResult>;
+  /** Copy a host file or directory into the runtime at `dest`. */
+  upload(hostPath: string, dest: string): Promise<void>;
+  /** Copy `src` from the runtime to a host path. */
+  download(src: string, hostPath: string): Promise<void>;
+  /** Kill everything still running and remove the runtime's files. Idempotent. */
+  stop(): Promise<void>;
+}
+
+export interface RuntimeSpecInput {
+  sessionId: string;
+  image?: string;
+  env: Record<string, string>;
+  limits: { cpus?: number; memory_mb?: number; gpus?: number };
+  /** The proxy base URL as the host sees it. */
+  proxyUrl: string;
+}
+
+export interface RuntimeFactory {
+  readonly backend: string;
+  create(spec: RuntimeSpecInput): Promise<Runtime>;
+}

@@ -1,0 +1,30 @@
+import { monotonicFactory } from "ulid";
+
+/**
+ * Ids become storage key segments, so they must not be able to escape their prefix:
+ * no `/`, no `..` (a leading dot is impossible), no control characters.
+ */
+export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+
+export function isValidId(id: string): boolean {
+  return ID_PATTERN.test(id) && !id.includes("..");
+}
+
+export function assertValidId(id: string, what = "id"): string {
+  if (!isValidId(id)) {
+    throw new InvalidIdError(
+      `${what} ${JSON.stringify(id)} is not a valid id: expected ${ID_PATTERN.source} without ".."`,
+    );
+  }
+  return id;
+}
+
+export class InvalidIdError extends Error {}
+
+// Monotonic so that ids minted in the same millisecond still sort in call order
+// (capture keys must list in call order).
+const nextUlid = monotonicFactory();
+
+export function newUlid(now: number = Date.now()): string {
+  return nextUlid(now);
+}

@@ -1,0 +1,17 @@
+import { assertValidId } from "./ids.ts";
+
+/** The storage layout of DESIGN.md. Every id is checked so no key escapes its prefix. */
+export const keys = {
+  task: (taskId: string) => `tasks/${assertValidId(taskId, "task_id")}.json`,
+  capturesOfTask: (taskId: string) => `captures/${assertValidId(taskId, "task_id")}/`,
+  capturesOfSession: (taskId: string, sessionId: string) =>
+    `captures/${assertValidId(taskId, "task_id")}/${assertValidId(sessionId, "session_id")}/`,
+  capture: (taskId: string, sessionId: string, captureId: string) =>
+    `${keys.capturesOfSession(taskId, sessionId)}${assertValidId(captureId, "capture_id")}.json.gz`,
+  resultsOfTask: (taskId: string) => `results/${assertValidId(taskId, "task_id")}/`,
+  result: (taskId: string, sessionId: string) =>
+    `${keys.resultsOfTask(taskId)}${assertValidId(sessionId, "session_id")}.json`,
+  shard: (taskId: string) => `trajectories/${assertValidId(taskId, "task_id")}.parquet`,
+  shardJsonl: (taskId: string) => `trajectories/${assertValidId(taskId, "task_id")}.jsonl`,
+  cancel: (taskId: string) => `cancel/${assertValidId(taskId, "task_id")}`,
+} as const;

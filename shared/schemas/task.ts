@@ -1,0 +1,90 @@
+import { z } from "zod";
+import { Id, JsonObject, StringMap } from "./common.ts";
+
+export const HARNESSES = [
+  "claude_code",
+  "codex",
+  "gemini_cli",
+  "qwen_code",
+  "opencode",
+  "pi",
+  "shell",
+] as const;
+export const Harness = z.enum(HARNESSES);
+
+export const AgentSpec = z.object({
+  /** Which harness preset runs the session. */
+  harness: Harness,
+  /** Model name the harness is told to use; the proxy forwards it upstream. */
+  model: z.string().min(1).default("policy"),
+  env: StringMap.default({}),
+  /** Preset-specific settings (e.g. `command` for the `shell` harness). */
+  settings: JsonObject.default({}),
+});
+
+export const RUNTIME_BACKENDS = ["process", "bwrap", "apptainer", "docker"] as const;
+
+export const RuntimeSpec = z.object({
+  backend: z.enum(RUNTIME_BACKENDS).default("process"),
+  /** Container/SIF image, or a root directory for bwrap; ignored by `process`. */
+  image: z.string().optional(),
+  /** Shell commands run in the work dir during INIT, before the harness starts. */
+  prepare: z.array(z.string()).default([]),
+  env: StringMap.default({}),
+  limits: z
+    .object({
+      cpus: z.number().positive().optional(),
+      memory_mb: z.number().int().positive().optional(),
+      gpus: z.number().int().nonnegative().optional(),
+    })
+    .default({}),
+});
+
+export const BUILDER_STRATEGIES = ["per_request", "prefix_merging"] as const;
+
+export const BuilderSpec = z.object({
+  strategy: z.enum(BUILDER_STRATEGIES).default("prefix_merging"),
+  config: JsonObject.default({}),
+});
+
+export const EvaluatorSpec = z.object({
+  /** A built-in name (`session_completed`, `test_on_output`, `swe_patch`) or a module path. */
+  strategy: z.string().min(1).default("session_completed"),
+  config: JsonObject.default({}),
+});
+
+export const TaskRequest = z.object({
+  task_id: Id,
+  instruction: z.string(),
+  num_samples: z.number().int().min(1).max(10_000).default(1),
+  timeout_seconds: z
+    .number()
+    .positive()
+    .max(7 * 24 * 3600)
+    .default(1800),
+  agent: AgentSpec,
+  runtime: RuntimeSpec.default(() => RuntimeSpec.parse({})),
+  builder: BuilderSpec.default(() => BuilderSpec.parse({})),
+  evaluator: EvaluatorSpec.default(() => EvaluatorSpec.parse({})),
+  /** Completion notice is POSTed here when the task's last session is terminal. */
+  callback_url: z.string().url().optional(),
+  metadata: JsonObject.default({}),
+});
+export type TaskRequest = z.infer<typeof TaskRequest>;
+/** What a user writes: defaults not yet applied. */
+export type TaskRequestInput = z.input<typeof TaskRequest>;
+
+/** `tasks/{task_id}.json`: the request as submitted plus the submit time. */
+export const StoredTask = TaskRequest.extend({ submitted_at: z.string() });
+export type StoredTask = z.infer<typeof StoredTask>;
+
+/** One queue message: run sample `sample_index` of a task. */
+export const SessionJob = z.object({
+  v: z.literal(1).default(1),
+  task_id: Id,
+  session_id: Id,
+  sample_index: z.number().int().nonnegative(),
+  /** The full task travels with the job so a runner needs no store read to start INIT. */
+  task: TaskRequest,
+});
+export type SessionJob = z.infer<typeof SessionJob>;
