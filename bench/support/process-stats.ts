@@ -1,0 +1,21 @@
+// CPU time and peak RSS of another process, from /proc (Linux): the stable figures on a noisy machine.
+import { readFileSync } from "node:fs";
+
+const TICKS_PER_SECOND = 100;
+
+/** User + system CPU milliseconds consumed so far by `pid` (not its children). */
+export function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // Fields after the command name, which may contain spaces, start after the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const utime = Number(fields[11]);
+  const stime = Number(fields[12]);
+  return ((utime + stime) * 1000) / TICKS_PER_SECOND;
+}
+
+/** Peak resident set size of `pid` in MiB (VmHWM). */
+export function peakRssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const m = /VmHWM:\s+(\d+) kB/.exec(status);
+  return m ? Number(m[1]) / 1024 : Number.NaN;
+}
