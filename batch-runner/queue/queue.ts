@@ -8,14 +8,18 @@ export interface QueueMessage {
   receiveCount: number;
 }
 
+export interface ReceiveOptions {
+  waitSeconds?: number;
+  visibilityTimeoutSeconds?: number;
+  /** Ends a long poll early (graceful shutdown); the receive then returns what it has. */
+  signal?: AbortSignal;
+}
+
 export interface Queue {
   readonly url: string;
   send(bodies: string[]): Promise<void>;
   /** Long-polls up to `waitSeconds` for at most `max` messages (SQS caps at 10). */
-  receive(
-    max: number,
-    opts?: { waitSeconds?: number; visibilityTimeoutSeconds?: number },
-  ): Promise<QueueMessage[]>;
+  receive(max: number, opts?: ReceiveOptions): Promise<QueueMessage[]>;
   /** Keeps a message invisible for `seconds` more (the heartbeat while a session works). */
   extend(msg: QueueMessage, seconds: number): Promise<void>;
   /** Returns a message to the queue at once (visibility 0), e.g. on graceful shutdown. */

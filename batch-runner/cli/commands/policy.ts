@@ -1,7 +1,56 @@
-import { notBuilt } from "../not-built.ts";
+import { parseArgs } from "node:util";
+import { DEFAULT_MAX_MODEL_LEN } from "../../dry-run-policy/defaults.ts";
+import { type Command, UsageError } from "../command.ts";
 
-export default notBuilt(
-  "policy",
-  "the dry-run policy: a vLLM-shaped server with a real tokenizer following scripted actions",
-  "Usage: polar policy [--port 8000] [--host 127.0.0.1]",
-);
+const usage = `Usage: polar policy [--port 8000] [--host 127.0.0.1] [--max-model-len 131072] [--model NAME]
+
+The dry-run policy: a vLLM-shaped OpenAI-compatible server with the real Qwen3 tokenizer and
+chat template that follows a \`polar-script\` block in the first user message. Runs until
+SIGINT/SIGTERM. See docs/dry-run-policy.md.`;
+
+function positiveInt(flag: string, value: string | undefined, fallback: number, min: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > 2 ** 31) {
+    throw new UsageError(`--${flag} expects an integer >= ${min}, got ${JSON.stringify(value)}`);
+  }
+  return n;
+}
+
+const command: Command = {
+  summary: "the dry-run policy: a vLLM-shaped server with a real tokenizer following scripted actions",
+  usage,
+  async run(argv) {
+    let values: Record<string, string | undefined>;
+    try {
+      ({ values } = parseArgs({
+        args: argv,
+        options: {
+          port: { type: "string" },
+          host: { type: "string" },
+          "max-model-len": { type: "string" },
+          model: { type: "string" },
+        },
+        strict: true,
+        allowPositionals: false,
+      }));
+    } catch (err) {
+      throw new UsageError(err instanceof Error ? err.message : String(err));
+    }
+    const port = positiveInt("port", values.port, 8000, 0);
+    if (port > 65535) throw new UsageError(`--port expects 0..65535, got ${port}`);
+    const maxModelLen = positiveInt("max-model-len", values["max-model-len"], DEFAULT_MAX_MODEL_LEN, 2);
+    const { startPolicyServer } = await import("../../dry-run-policy/server.ts");
+    const server = await startPolicyServer({ host: values.host, port, maxModelLen, modelName: values.model });
+    console.log(`polar policy: listening on ${server.url} (OpenAI base URL ${server.url}/v1)`);
+    await new Promise<void>((resolve) => {
+      const stop = () => resolve();
+      process.once("SIGINT", stop);
+      process.once("SIGTERM", stop);
+    });
+    await server.close();
+    return 0;
+  },
+};
+
+export default command;

@@ -1,7 +1,119 @@
-import { notBuilt } from "../not-built.ts";
+import { parseArgs } from "node:util";
+import { type Command, UsageError } from "../command.ts";
 
-export default notBuilt(
-  "proxy",
-  "the gateway on Node",
-  "Usage: polar proxy --upstream URL [--engine vllm|sglang] [--port 8787] [--host 127.0.0.1] [--store DIR|s3://bucket/prefix] [--auth off]",
-);
+const usage = `Usage: polar proxy --upstream URL [--engine vllm|sglang] [--port 8787] [--host 127.0.0.1]
+                   [--store DIR|s3://bucket/prefix] [--auth off] [--policy-version V]
+                   [--admin-token T] [--max-body-mb 32] [--upstream-timeout-s 600]
+
+The capture gateway on Node. Harnesses point their model base URL here; every model call is
+sent to the upstream engine (vLLM or SGLang, Chat Completions, never streamed), captured with
+its token ids and logprobs to the store, and answered in the harness's own API shape.
+
+  --upstream URL        inference server root, e.g. http://127.0.0.1:8000 (required)
+  --engine              vllm (default) or sglang: which token flags to send and read back
+  --store               capture store: a directory (default .polar/store) or s3://bucket/prefix
+  --auth off            local development only: accept any key and use it as the session id
+  --policy-version V    version stamped on captures when the engine reports none
+  --admin-token T       enables POST /admin/policy-version (or POLAR_ADMIN_TOKEN)
+  --max-body-mb N       request body limit (default 32)
+
+Environment: POLAR_SIGNING_KEY (required unless --auth off), POLAR_ADMIN_TOKEN, AWS_* for s3://.
+See docs/proxy.md.`;
+
+function number(flag: string, value: string | undefined, fallback: number, min: number, max: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < min || n > max) {
+    throw new UsageError(`--${flag} expects a number in ${min}..${max}, got ${JSON.stringify(value)}`);
+  }
+  return n;
+}
+
+const command: Command = {
+  summary: "the capture gateway on Node (harness -> proxy -> vLLM/SGLang)",
+  usage,
+  async run(argv) {
+    let values: Record<string, string | undefined>;
+    try {
+      ({ values } = parseArgs({
+        args: argv,
+        options: {
+          upstream: { type: "string" },
+          engine: { type: "string" },
+          port: { type: "string" },
+          host: { type: "string" },
+          store: { type: "string" },
+          auth: { type: "string" },
+          "policy-version": { type: "string" },
+          "admin-token": { type: "string" },
+          "max-body-mb": { type: "string" },
+          "upstream-timeout-s": { type: "string" },
+        },
+        strict: true,
+        allowPositionals: false,
+      }));
+    } catch (err) {
+      throw new UsageError(err instanceof Error ? err.message : String(err));
+    }
+    const upstream = values.upstream;
+    if (!upstream)
+      throw new UsageError("--upstream URL is required (the vLLM/SGLang server, e.g. http://127.0.0.1:8000)");
+    if (!/^https?:\/\/[^/]/.test(upstream))
+      throw new UsageError(`--upstream must be an http(s) URL, got ${JSON.stringify(upstream)}`);
+    const engine = values.engine ?? "vllm";
+    if (engine !== "vllm" && engine !== "sglang") {
+      throw new UsageError(`--engine must be vllm or sglang, got ${JSON.stringify(engine)}`);
+    }
+    if (values.auth !== undefined && values.auth !== "off") {
+      throw new UsageError(
+        `--auth accepts only "off" (token auth is the default), got ${JSON.stringify(values.auth)}`,
+      );
+    }
+    const authOff = values.auth === "off";
+    const signingKey = process.env.POLAR_SIGNING_KEY;
+    if (!authOff && !signingKey) {
+      throw new UsageError(
+        "POLAR_SIGNING_KEY is not set: the proxy needs it to verify session tokens. Set it to the key the runner uses, or pass --auth off for local development.",
+      );
+    }
+    const port = number("port", values.port, 8787, 0, 65535);
+    const maxBodyMb = number("max-body-mb", values["max-body-mb"], 32, 0.001, 4096);
+    const timeoutS = number("upstream-timeout-s", values["upstream-timeout-s"], 600, 1, 86_400);
+    const adminToken = values["admin-token"] ?? process.env.POLAR_ADMIN_TOKEN ?? undefined;
+    const [{ openStore, DEFAULT_STORE_DIR, StoreSpecError }, { startNodeProxy }] = await Promise.all([
+      import("../../../shared/node/open-store.ts"),
+      import("../../../proxy-worker/node.ts"),
+    ]);
+    let store: ReturnType<typeof openStore>;
+    try {
+      store = openStore(values.store ?? DEFAULT_STORE_DIR);
+    } catch (err) {
+      if (err instanceof StoreSpecError) throw new UsageError(`--store: ${err.message}`);
+      throw err;
+    }
+    const proxy = await startNodeProxy({
+      upstreamUrl: upstream,
+      upstreamTimeoutMs: timeoutS * 1000,
+      engine,
+      store,
+      host: values.host ?? "127.0.0.1",
+      port,
+      ...(authOff ? { auth: "off" as const } : { signingKey }),
+      policyVersion: values["policy-version"] ?? null,
+      adminToken,
+      limits: { maxBodyBytes: Math.floor(maxBodyMb * 1024 * 1024) },
+    });
+    console.log(
+      `polar proxy: listening on ${proxy.url} -> ${upstream} (${engine}), captures to ${store.url}` +
+        (authOff ? " [auth OFF: any key is accepted]" : ""),
+    );
+    await new Promise<void>((resolve) => {
+      process.once("SIGINT", () => resolve());
+      process.once("SIGTERM", () => resolve());
+    });
+    await proxy.close();
+    return 0;
+  },
+};
+
+export default command;

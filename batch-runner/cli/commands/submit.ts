@@ -1,7 +1,81 @@
-import { notBuilt } from "../not-built.ts";
+import { readFile } from "node:fs/promises";
+import { parseArgs } from "node:util";
+import { openQueue } from "../../queue/open-queue.ts";
+import { queueFlag } from "../../runner-flags.ts";
+import { openStoreSpec } from "../../store-spec.ts";
+import { parseTasksJsonl, submitTasks } from "../../submit.ts";
+import { type Command, UsageError } from "../command.ts";
 
-export default notBuilt(
-  "submit",
-  "enqueue TaskRequests",
-  "Usage: polar submit TASKS.jsonl --queue memory|SQS_URL --store DIR|s3://bucket/prefix [--skip-invalid]",
-);
+const usage = `Usage: polar submit TASKS.jsonl --queue memory|SQS_URL --store DIR|s3://bucket/prefix [--skip-invalid]
+
+Validates every TaskRequest in TASKS.jsonl (one JSON object per line), writes tasks/{task_id}.json
+to the store and enqueues num_samples SessionJobs per task (10 per SQS SendMessageBatch).
+A file with any invalid line enqueues nothing unless --skip-invalid is given.
+
+Session ids are deterministic ({task_id}-{sample_index}): submitting the same file again enqueues
+only the sessions that have no result yet, and a task_id already stored with a different request
+is refused.
+
+  --queue          an SQS queue URL (credentials and AWS_ENDPOINT_URL_SQS from the environment);
+                   "memory" only lives as long as this process (use \`polar run\` for one-process runs)
+  --store          where tasks/, captures/ and results/ live: a directory or s3://bucket/prefix
+  --skip-invalid   enqueue the valid lines and report the bad ones`;
+
+const command: Command = {
+  summary: "validate TaskRequests and enqueue their sessions",
+  usage,
+  async run(argv) {
+    let values: Record<string, string | boolean | undefined>;
+    let positionals: string[];
+    try {
+      ({ values, positionals } = parseArgs({
+        args: argv,
+        options: {
+          queue: { type: "string" },
+          store: { type: "string" },
+          "skip-invalid": { type: "boolean" },
+        },
+        strict: true,
+        allowPositionals: true,
+      }));
+    } catch (err) {
+      throw new UsageError(err instanceof Error ? err.message : String(err));
+    }
+    if (positionals.length !== 1) throw new UsageError("expects exactly one TASKS.jsonl file");
+    const queueSpec = queueFlag("queue", values.queue as string | undefined, true) as string;
+    const storeSpec = values.store as string | undefined;
+    if (!storeSpec) throw new UsageError("--store is required (a directory or s3://bucket/prefix)");
+    const file = positionals[0];
+    let text: string;
+    try {
+      text = await readFile(file, "utf8");
+    } catch (err) {
+      console.error(`polar submit: cannot read ${file}: ${(err as Error).message}`);
+      return 1;
+    }
+    const { tasks, errors } = parseTasksJsonl(text);
+    for (const e of errors) console.error(`${file}:${e.line}: ${e.message}`);
+    if (errors.length > 0 && !values["skip-invalid"]) {
+      console.error(`polar submit: ${errors.length} invalid line(s); nothing enqueued (use --skip-invalid to enqueue the rest)`);
+      return 1;
+    }
+    if (queueSpec === "memory") {
+      console.error("polar submit: note: a memory queue ends with this process; use `polar run` to run in one process");
+    }
+    const store = await openStoreSpec(storeSpec);
+    const queue = openQueue(queueSpec);
+    try {
+      const out = await submitTasks(store, queue, tasks);
+      console.log(
+        `submitted ${out.tasks} task(s): ${out.enqueued} session(s) enqueued to ${queue.url}` +
+          (out.skipped ? `, ${out.skipped} already had a result` : "") +
+          (errors.length ? `; skipped ${errors.length} invalid line(s)` : ""),
+      );
+      return 0;
+    } finally {
+      await queue.close();
+    }
+  },
+};
+
+export default command;

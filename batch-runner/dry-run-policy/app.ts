@@ -1,0 +1,202 @@
+/**
+ * The dry-run policy's HTTP surface, shaped like vLLM's OpenAI-compatible server:
+ * GET /v1/models, POST /v1/chat/completions (JSON or SSE), POST /tokenize, POST /detokenize,
+ * GET /health, plus GET /debug/requests and POST /debug/reset so tests can assert how many
+ * upstream calls happened.
+ */
+import { type Context, Hono } from "hono";
+import type { z } from "zod";
+import { DEFAULT_MAX_MODEL_LEN, DEFAULT_MODEL_NAME } from "./defaults.ts";
+import { PolicyRequestError, vllmError } from "./errors.ts";
+import { generate } from "./generate.ts";
+import { loadQwen3, type Qwen3 } from "./qwen3.ts";
+import {
+  ChatCompletionRequestSchema,
+  DetokenizeRequestSchema,
+  describeIssue,
+  type TokenizeChatRequest,
+  TokenizeChatSchema,
+  type TokenizePromptRequest,
+  TokenizePromptSchema,
+} from "./request-schema.ts";
+import { chatCompletionBody } from "./response.ts";
+import { chatCompletionChunks } from "./stream.ts";
+
+export { DEFAULT_MAX_MODEL_LEN, DEFAULT_MODEL_NAME };
+
+export interface PolicyAppOptions {
+  /** Context window reported by /v1/models and enforced on requests (default 131072). */
+  maxModelLen?: number;
+  /** Name listed by /v1/models; requests may name any model, which is echoed back. */
+  modelName?: string;
+}
+
+export interface PolicyRequestCounts {
+  chat_completions: number;
+  tokenize: number;
+  detokenize: number;
+}
+
+export interface PolicyApp {
+  app: Hono;
+  counts: PolicyRequestCounts;
+  resetCounts(): void;
+}
+
+function errorResponse(c: Context, status: 400 | 404 | 500, message: string, param: string | null = null) {
+  return c.json(vllmError(status, message, param), status);
+}
+
+type Read<T> = { ok: true; data: T } | { ok: false; response: Response };
+
+async function readJson(c: Context): Promise<Read<unknown>> {
+  try {
+    return { ok: true, data: JSON.parse(await c.req.text()) };
+  } catch (err) {
+    const detail = err instanceof Error ? err.message : String(err);
+    return { ok: false, response: errorResponse(c, 400, `JSON decode error: ${detail}`) };
+  }
+}
+
+function validate<S extends z.ZodType>(c: Context, schema: S, raw: unknown): Read<z.infer<S>> {
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const { message, param } = describeIssue(parsed.error);
+    return { ok: false, response: errorResponse(c, 400, message, param) };
+  }
+  return { ok: true, data: parsed.data };
+}
+
+function failure(c: Context, err: unknown) {
+  if (err instanceof PolicyRequestError) return errorResponse(c, err.status, err.message, err.param);
+  // Template rendering or tokenizing choked on this input: the client's request, not the server.
+  const message = err instanceof Error ? err.message : String(err);
+  return errorResponse(c, 400, `could not render or tokenize the request: ${message}`);
+}
+
+/** The text /tokenize encodes: the prompt as given, or the rendered chat (generation prompt on by default). */
+function tokenizeInput(qwen3: Qwen3, data: TokenizeChatRequest | TokenizePromptRequest): string {
+  if (!("messages" in data)) return (data as TokenizePromptRequest).prompt;
+  const chat = data as TokenizeChatRequest;
+  return qwen3.renderChat(chat.messages, {
+    tools: chat.tools,
+    addGenerationPrompt: chat.add_generation_prompt ?? true,
+    templateKwargs: { enable_thinking: true, ...chat.chat_template_kwargs },
+  });
+}
+
+function sseStream(chunks: readonly Record<string, unknown>[]): ReadableStream<Uint8Array> {
+  const utf8 = new TextEncoder();
+  let next = 0;
+  return new ReadableStream({
+    pull(controller) {
+      if (next < chunks.length)
+        controller.enqueue(utf8.encode(`data: ${JSON.stringify(chunks[next++])}\n\n`));
+      else {
+        controller.enqueue(utf8.encode("data: [DONE]\n\n"));
+        controller.close();
+      }
+    },
+  });
+}
+
+export function createPolicyApp(options: PolicyAppOptions = {}, qwen3: Qwen3 = loadQwen3()): PolicyApp {
+  const maxModelLen = options.maxModelLen ?? DEFAULT_MAX_MODEL_LEN;
+  const modelName = options.modelName ?? DEFAULT_MODEL_NAME;
+  const counts: PolicyRequestCounts = { chat_completions: 0, tokenize: 0, detokenize: 0 };
+  const startedAt = Math.floor(Date.now() / 1000);
+  const app = new Hono();
+
+  app.get("/health", (c) => c.body(null, 200));
+
+  app.get("/v1/models", (c) =>
+    c.json({
+      object: "list",
+      data: [
+        {
+          id: modelName,
+          object: "model",
+          created: startedAt,
+          owned_by: "vllm",
+          root: modelName,
+          parent: null,
+          max_model_len: maxModelLen,
+        },
+      ],
+    }),
+  );
+
+  app.post("/v1/chat/completions", async (c) => {
+    counts.chat_completions++;
+    const raw = await readJson(c);
+    if (!raw.ok) return raw.response;
+    const body = validate(c, ChatCompletionRequestSchema, raw.data);
+    if (!body.ok) return body.response;
+    const request = body.data;
+    try {
+      const gen = generate(qwen3, request, maxModelLen);
+      const meta = { model: request.model ?? modelName, created: Math.floor(Date.now() / 1000) };
+      if (!request.stream) return c.json(chatCompletionBody(qwen3, request, gen, meta));
+      return c.body(sseStream(chatCompletionChunks(qwen3, request, gen, meta)), 200, {
+        "content-type": "text/event-stream; charset=utf-8",
+        "cache-control": "no-cache",
+      });
+    } catch (err) {
+      return failure(c, err);
+    }
+  });
+
+  app.post("/tokenize", async (c) => {
+    counts.tokenize++;
+    const raw = await readJson(c);
+    if (!raw.ok) return raw.response;
+    const isChat = !!raw.data && typeof raw.data === "object" && "messages" in raw.data;
+    const body = isChat
+      ? validate(c, TokenizeChatSchema, raw.data)
+      : validate(c, TokenizePromptSchema, raw.data);
+    if (!body.ok) return body.response;
+    try {
+      const text = tokenizeInput(qwen3, body.data);
+      const wantStrs = body.data.return_token_strs === true;
+      const tokens = qwen3.encode(text);
+      const tokenStrs = wantStrs ? tokens.map((id) => qwen3.decode([id])) : null;
+      return c.json({ count: tokens.length, max_model_len: maxModelLen, tokens, token_strs: tokenStrs });
+    } catch (err) {
+      return failure(c, err);
+    }
+  });
+
+  app.post("/detokenize", async (c) => {
+    counts.detokenize++;
+    const raw = await readJson(c);
+    if (!raw.ok) return raw.response;
+    const body = validate(c, DetokenizeRequestSchema, raw.data);
+    if (!body.ok) return body.response;
+    const tooBig = body.data.tokens.find((id) => id >= qwen3.vocabSize);
+    if (tooBig !== undefined) {
+      return errorResponse(
+        c,
+        400,
+        `token id ${tooBig} is out of vocabulary (size ${qwen3.vocabSize})`,
+        "tokens",
+      );
+    }
+    return c.json({ prompt: qwen3.decode(body.data.tokens) });
+  });
+
+  app.get("/debug/requests", (c) => c.json(counts));
+  app.post("/debug/reset", (c) => {
+    resetCounts();
+    return c.json(counts);
+  });
+
+  app.notFound((c) => c.json({ detail: "Not Found" }, 404));
+  app.onError((err, c) => errorResponse(c, 500, err.message));
+
+  function resetCounts(): void {
+    counts.chat_completions = 0;
+    counts.tokenize = 0;
+    counts.detokenize = 0;
+  }
+  return { app, counts, resetCounts };
+}

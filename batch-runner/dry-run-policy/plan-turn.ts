@@ -1,0 +1,63 @@
+/**
+ * What the dry-run policy "decides" for one request: the script in the first user message,
+ * stepped by the number of assistant messages already in the conversation.
+ */
+import { findScriptBlock, parseScript, scriptTurns } from "./script.ts";
+import {
+  findShellTool,
+  type OfferedTool,
+  SHELL_TOOL_NAMES,
+  type ShellCall,
+  shellCall,
+} from "./shell-tool.ts";
+import { contentText, type OpenAIChatMessageLike } from "./template-messages.ts";
+
+export interface PlannedTurn {
+  reasoning?: string;
+  content: string;
+  toolCalls: ShellCall[];
+}
+
+/** The answer when the conversation holds no polar-script. */
+export const NO_SCRIPT_TEXT = "Hello from the Polar dry-run policy.";
+/** The answer once every scripted turn has been taken. */
+export const SCRIPT_DONE_TEXT = "The polar-script has no more steps.";
+
+export interface PlanInput {
+  messages: readonly OpenAIChatMessageLike[];
+  tools?: readonly OfferedTool[] | null;
+  /** `"none"` hides the tools, as a real model would not call them. */
+  toolChoice?: unknown;
+}
+
+export function planTurn(input: PlanInput): PlannedTurn {
+  const firstUser = input.messages.find((m) => m.role === "user");
+  const body = firstUser ? findScriptBlock(contentText(firstUser.content)) : undefined;
+  if (body === undefined) return { content: NO_SCRIPT_TEXT, toolCalls: [] };
+
+  const parsed = parseScript(body);
+  if (!parsed.ok) return { content: parsed.error, toolCalls: [] };
+
+  const turns = scriptTurns(parsed.steps);
+  const index = input.messages.filter((m) => m.role === "assistant").length;
+  const turn = turns[index];
+  if (!turn) return { content: SCRIPT_DONE_TEXT, toolCalls: [] };
+
+  const planned: PlannedTurn = { content: "", toolCalls: [] };
+  if (turn.reasoning !== undefined) planned.reasoning = turn.reasoning;
+  const action = turn.action;
+  if (action.kind === "say") planned.content = action.text;
+  if (action.kind === "shell") {
+    const tools = input.toolChoice === "none" ? undefined : input.tools;
+    const tool = findShellTool(tools);
+    if (tool) planned.toolCalls.push(shellCall(tool, action.command));
+    else {
+      // Said out loud rather than failing, so the reason shows up in the trajectory.
+      const offered = (tools ?? []).map((t) => t.function?.name).filter(Boolean);
+      planned.content =
+        `polar-script step ${index + 1} wants a shell tool (${SHELL_TOOL_NAMES.join(", ")}) but the request ` +
+        `offers ${offered.length > 0 ? offered.join(", ") : "no tools"}; command was: ${action.command}`;
+    }
+  }
+  return planned;
+}

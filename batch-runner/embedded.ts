@@ -1,0 +1,119 @@
+import { randomBytes } from "node:crypto";
+import { mkdir } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { keys } from "../shared/keys.ts";
+import type { TaskRequest } from "../shared/schemas/task.ts";
+import { Progress } from "./progress.ts";
+import { MemoryQueue } from "./queue/memory-queue.ts";
+import { startRunner } from "./runner.ts";
+import { openStoreSpec } from "./store-spec.ts";
+import { submitTasks } from "./submit.ts";
+
+export interface EmbeddedOptions {
+  tasks: TaskRequest[];
+  /** Default `.polar/run`; the store is `<out>/store`. */
+  outDir?: string;
+  /** An inference server (vLLM/SGLang); without it the dry-run policy is started. */
+  upstream?: string;
+  engine?: "vllm" | "sglang";
+  run?: number;
+  init?: number;
+  ready?: number;
+  postrun?: number;
+  maxReceives?: number;
+  metricsPort?: number;
+  /** Where progress goes (stderr by default). */
+  progressOut?: NodeJS.WriteStream;
+  log?: (line: string) => void;
+}
+
+export interface EmbeddedResult {
+  storeDir: string;
+  sessions: number;
+  statuses: Record<string, number>;
+  /** Task id -> shard path on disk (null if not written: no session finished). */
+  shards: Record<string, string | null>;
+}
+
+/**
+ * `polar run`: the proxy, the runner, an in-memory queue and a directory store in one process,
+ * with the dry-run policy when no upstream is given. Token auth is on, with a random signing key.
+ */
+export async function runEmbedded(opts: EmbeddedOptions): Promise<EmbeddedResult> {
+  const outDir = resolve(opts.outDir ?? ".polar/run");
+  const storeDir = join(outDir, "store");
+  await mkdir(storeDir, { recursive: true });
+  const store = await openStoreSpec(storeDir);
+  const log = opts.log ?? ((line: string) => console.error(line));
+  const signingKey = randomBytes(32).toString("hex");
+
+  const closers: Array<() => Promise<void>> = [];
+  try {
+    let upstream = opts.upstream;
+    if (!upstream) {
+      const { startPolicyServer } = await import("./dry-run-policy/server.ts");
+      const policy = await startPolicyServer({ host: "127.0.0.1", port: 0 });
+      closers.unshift(() => policy.close());
+      upstream = policy.url;
+      log(`dry-run policy at ${policy.url}`);
+    }
+    const { startNodeProxy } = await import("../proxy-worker/node.ts");
+    const proxy = await startNodeProxy({
+      upstreamUrl: upstream,
+      engine: opts.engine,
+      store,
+      auth: "token",
+      signingKey,
+      host: "127.0.0.1",
+      port: 0,
+      log: (m) => log(`[proxy] ${m}`),
+    });
+    closers.unshift(() => proxy.close());
+    log(`proxy at ${proxy.url} -> ${upstream}; store ${store.url}`);
+
+    const maxReceives = opts.maxReceives ?? 3;
+    const deadLetter = new MemoryQueue({ url: "memory://dead-letter" });
+    const queue = new MemoryQueue({ url: "memory://sessions", maxReceiveCount: maxReceives, deadLetter });
+    const submitted = await submitTasks(store, queue, opts.tasks);
+    const total = submitted.enqueued;
+    if (submitted.skipped) log(`${submitted.skipped} session(s) already have a result in ${storeDir}; not rerun`);
+
+    const progress = new Progress(total, opts.progressOut);
+    const statuses: Record<string, number> = {};
+    const runner = await startRunner({
+      queue,
+      store,
+      proxyUrl: proxy.url,
+      signingKey,
+      run: opts.run,
+      init: opts.init,
+      ready: opts.ready,
+      postrun: opts.postrun,
+      maxReceives,
+      waitSeconds: 1,
+      metricsPort: opts.metricsPort,
+      log: (line) => log(`[runner] ${line}`),
+      onResult: (r) => {
+        statuses[r.status] = (statuses[r.status] ?? 0) + 1;
+        progress.record(r);
+      },
+    });
+    closers.unshift(() => runner.stop(0));
+    // Done when nothing is queued or in flight (dead-lettered jobs are recorded as ERROR results).
+    while (queue.size() > 0 || runner.pipeline.stats().inFlight > 0) await sleep(100);
+    progress.finish();
+
+    const shards: Record<string, string | null> = {};
+    for (const task of opts.tasks) {
+      const key = keys.shard(task.task_id);
+      shards[task.task_id] = (await store.get(key)) ? join(storeDir, key) : null;
+    }
+    return { storeDir, sessions: total, statuses, shards };
+  } finally {
+    for (const close of closers) await close().catch((err) => log(`shutdown: ${(err as Error).message}`));
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

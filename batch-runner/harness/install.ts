@@ -1,0 +1,178 @@
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import type { HarnessPreset } from "./preset.ts";
+
+/*
+ * Installs a preset's CLI, at its pinned version, into `<cacheDir>/<name>@<version>` once; every
+ * later session on the machine reuses it. Concurrent runners (or test files) wait on a lock dir
+ * instead of racing npm into one prefix, and an install lands by rename, so a crash mid-install
+ * never leaves a half-filled prefix that looks installed.
+ */
+
+export interface InstallOptions {
+  /** Where CLIs are installed. Default: POLAR_HARNESS_CACHE, else ~/.cache/polar-harnesses. */
+  cacheDir?: string;
+  /** npm's download cache (`--cache`); default POLAR_NPM_CACHE. Then npm prefers it over the network. */
+  npmCache?: string;
+  /** A registry mirror (POLAR_NPM_REGISTRY); default: npm's own configuration. */
+  registry?: string;
+  /** Use only the npm cache, never the registry (POLAR_NPM_OFFLINE=1). */
+  offline?: boolean;
+  /** Give up waiting for another process's install after this long. */
+  lockTimeoutMs?: number;
+  /** npm's executable; default `npm` from PATH. */
+  npm?: string;
+  log?: (line: string) => void;
+}
+
+export interface InstalledHarness {
+  /** `<prefix>/node_modules/.bin`, what the preset's invocation takes as binDir. */
+  binDir: string;
+  prefix: string;
+  /** true when this call ran npm, false when the cache already had it. */
+  installed: boolean;
+}
+
+/** Written last: its presence is what "installed" means. */
+const MARKER = ".polar-installed.json";
+/** A lock older than this is from a dead installer (npm installs take seconds to minutes). */
+const STALE_LOCK_MS = 15 * 60_000;
+
+export function defaultCacheDir(): string {
+  return process.env.POLAR_HARNESS_CACHE || join(homedir(), ".cache", "polar-harnesses");
+}
+
+export function prefixFor(cacheDir: string, name: string, version: string): string {
+  return join(cacheDir, `${name}@${version}`);
+}
+
+type Installable = Pick<HarnessPreset, "name" | "npmPackage" | "version">;
+
+/** Returns null for presets that install nothing (`shell`). */
+export async function installHarness(
+  preset: Installable,
+  opts: InstallOptions = {},
+): Promise<InstalledHarness | null> {
+  const { npmPackage, version, name } = preset;
+  if (!npmPackage || !version) return null;
+  const cacheDir = opts.cacheDir ?? defaultCacheDir();
+  const prefix = prefixFor(cacheDir, name, version);
+  const binDir = join(prefix, "node_modules", ".bin");
+  if (await isInstalled(prefix, npmPackage, version)) return { binDir, prefix, installed: false };
+
+  await mkdir(cacheDir, { recursive: true });
+  const lock = `${prefix}.lock`;
+  await acquireLock(lock, opts.lockTimeoutMs ?? STALE_LOCK_MS);
+  try {
+    // Another process may have finished while we waited for the lock.
+    if (await isInstalled(prefix, npmPackage, version)) return { binDir, prefix, installed: false };
+    const staging = `${prefix}.staging-${process.pid}`;
+    await rm(staging, { recursive: true, force: true });
+    await mkdir(staging, { recursive: true });
+    opts.log?.(`installing ${npmPackage}@${version} into ${prefix}`);
+    await runNpm(opts, staging, `${npmPackage}@${version}`);
+    await writeFile(
+      join(staging, MARKER),
+      JSON.stringify({ package: npmPackage, version, installed_at: new Date().toISOString() }),
+    );
+    await rm(prefix, { recursive: true, force: true });
+    // .bin links are relative, so the tree stays valid after the rename.
+    await rename(staging, prefix);
+    if (!(await isInstalled(prefix, npmPackage, version))) {
+      throw new Error(`npm installed ${npmPackage}@${version} but its bin is missing in ${binDir}`);
+    }
+    return { binDir, prefix, installed: true };
+  } finally {
+    await rm(lock, { recursive: true, force: true });
+  }
+}
+
+/** Installed = marker written and every bin the package declares present in `.bin`. */
+async function isInstalled(prefix: string, pkg: string, version: string): Promise<boolean> {
+  try {
+    const marker = JSON.parse(await readFile(join(prefix, MARKER), "utf8"));
+    if (marker.package !== pkg || marker.version !== version) return false;
+    const manifest = JSON.parse(await readFile(join(prefix, "node_modules", pkg, "package.json"), "utf8"));
+    const bins =
+      typeof manifest.bin === "string" ? [pkg.split("/").at(-1) ?? pkg] : Object.keys(manifest.bin ?? {});
+    return bins.every((bin) => existsSync(join(prefix, "node_modules", ".bin", bin)));
+  } catch {
+    return false;
+  }
+}
+
+async function acquireLock(lock: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      // mkdir is atomic: exactly one process creates the dir.
+      await mkdir(lock);
+      await writeFile(join(lock, "pid"), String(process.pid));
+      return;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    }
+    if (await lockIsStale(lock)) {
+      await rm(lock, { recursive: true, force: true });
+      continue;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out waiting for the install lock ${lock}; remove it if no install runs`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+async function lockIsStale(lock: string): Promise<boolean> {
+  try {
+    const pid = Number(await readFile(join(lock, "pid"), "utf8"));
+    if (Number.isInteger(pid) && pid > 0 && !processAlive(pid)) return true;
+    return Date.now() - (await stat(lock)).mtimeMs > STALE_LOCK_MS;
+  } catch {
+    // The pid file is written right after mkdir; give a just-created lock a moment.
+    try {
+      return Date.now() - (await stat(lock)).mtimeMs > 10_000;
+    } catch {
+      return false;
+    }
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+function runNpm(opts: InstallOptions, prefix: string, spec: string): Promise<void> {
+  const npmCache = opts.npmCache ?? process.env.POLAR_NPM_CACHE;
+  const offline = opts.offline ?? process.env.POLAR_NPM_OFFLINE === "1";
+  const args = ["install", "--prefix", prefix, "--no-save", "--no-audit", "--no-fund"];
+  args.push("--no-update-notifier", "--loglevel=error");
+  if (npmCache) args.push("--cache", npmCache, "--prefer-offline");
+  if (offline) args.push("--offline");
+  const registry = opts.registry ?? process.env.POLAR_NPM_REGISTRY;
+  if (registry) args.push("--registry", registry);
+  args.push(spec);
+  return new Promise((resolve, reject) => {
+    const child = spawn(opts.npm ?? "npm", args, { stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (chunk) => {
+      output += chunk;
+    });
+    child.stderr.on("data", (chunk) => {
+      output += chunk;
+    });
+    child.on("error", (err) => reject(new Error(`could not start npm to install ${spec}: ${err}`)));
+    child.on("close", (code) => {
+      if (code === 0) resolve();
+      else reject(new Error(`npm install ${spec} failed (exit ${code}):\n${output.slice(-4000)}`));
+    });
+  });
+}

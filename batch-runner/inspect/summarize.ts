@@ -1,0 +1,51 @@
+import type { ShardRow } from "../shards/shard-rows.ts";
+import type { Inspectable } from "./load-inspectable.ts";
+
+const pct = (part: number, whole: number) => (whole === 0 ? "0%" : `${((100 * part) / whole).toFixed(1)}%`);
+const count = (mask: readonly number[]) => mask.reduce((n, m) => n + m, 0);
+
+/** The numbers a person checks first: traces, token counts, trainable share, rewards. */
+export function summarize(file: string, data: Inspectable): string[] {
+  const { rows, result } = data;
+  const sessions = new Set(rows.map((r) => r.session_id));
+  const prompt = rows.reduce((n, r) => n + r.prompt_ids.length, 0);
+  const response = rows.reduce((n, r) => n + r.response_ids.length, 0);
+  const trainable = rows.reduce((n, r) => n + count(r.loss_mask), 0);
+  const lines = [`${file}: ${data.kind}`];
+  if (result) {
+    const s = result.trajectory.reconstruction_stats;
+    lines.push(
+      `  task ${result.task_id}  session ${result.session_id}  sample ${result.sample_index}  attempt ${result.attempt}  status ${result.status}  reward ${result.reward ?? "none"}`,
+      `  builder ${result.trajectory.builder}: ${s.captures} captures, ${s.excluded_failed} failed and ${s.excluded_no_token_ids} without token ids excluded, ${s.chains} chains, ${s.prefix_breaks} prefix breaks`,
+    );
+    if (result.error) lines.push(`  error: ${result.error}`);
+  }
+  lines.push(
+    `  ${rows.length} traces from ${sessions.size} sessions; ${prompt + response} tokens (${prompt} prompt, ${response} response), ${trainable} trainable = ${pct(trainable, prompt + response)} of all, ${pct(trainable, response)} of response`,
+  );
+  const rewards = rows.map((r) => r.reward).filter((r): r is number => r !== null);
+  if (rewards.length > 0) {
+    const mean = rewards.reduce((a, b) => a + b, 0) / rewards.length;
+    lines.push(
+      `  rewards: ${rewards.length} of ${rows.length} traces, mean ${mean.toFixed(4)}, min ${Math.min(...rewards)}, max ${Math.max(...rewards)}`,
+    );
+  } else {
+    lines.push("  rewards: none");
+  }
+  for (const r of rows) lines.push(`  ${traceLine(r)}`);
+  return lines;
+}
+
+function traceLine(r: ShardRow): string {
+  const t = count(r.loss_mask);
+  return [
+    `[${r.session_id} #${r.sample_index} trace ${r.trace_index}]`,
+    `${r.status}`,
+    `prompt ${r.prompt_ids.length}`,
+    `response ${r.response_ids.length} (${t} trainable, ${pct(t, r.response_ids.length)})`,
+    `reward ${r.reward ?? "none"}`,
+    `finish ${r.finish_reason ?? "none"}`,
+    `policy ${r.policy_version ?? "none"}`,
+    `logprobs ${r.response_logprobs === null ? "missing" : "yes"}`,
+  ].join("  ");
+}

@@ -1,0 +1,125 @@
+import { mkdir, writeFile } from "node:fs/promises";
+import { dirname, isAbsolute, join } from "node:path";
+import { keys } from "../../shared/keys.ts";
+import { SessionJob } from "../../shared/schemas/task.ts";
+import { mintSessionToken } from "../../shared/session-token.ts";
+import type { PresetContext } from "../harness/preset.ts";
+import type { QueueMessage } from "../queue/queue.ts";
+import { formatIssues } from "../submit.ts";
+import { isCancelled } from "./cancellation.ts";
+import type { SessionDeps, PreparedSession } from "./session-types.ts";
+
+/** A message that can never run (bad JSON, not a SessionJob): retrying will not help. */
+export class PoisonMessageError extends Error {}
+
+/** A failure of the runner's side (runtime, prepare step, install): retried, then dead-lettered. */
+export class InitError extends Error {}
+
+export function parseJob(msg: QueueMessage): SessionJob {
+  let json: unknown;
+  try {
+    json = JSON.parse(msg.body);
+  } catch (err) {
+    throw new PoisonMessageError(`message ${msg.messageId}: body is not JSON (${(err as Error).message})`);
+  }
+  const parsed = SessionJob.safeParse(json);
+  if (!parsed.success) {
+    throw new PoisonMessageError(`message ${msg.messageId}: not a SessionJob: ${formatIssues(parsed.error)}`);
+  }
+  return parsed.data;
+}
+
+export type InitResult =
+  | { kind: "prepared"; value: PreparedSession }
+  | { kind: "done" }
+  | { kind: "cancelled"; job: SessionJob; attempt: number };
+
+/**
+ * INIT: everything before the harness can start, off the run slots' critical path: a fresh runtime,
+ * the task's prepare steps, the harness CLI (from the shared cache), its config files, the session token.
+ */
+export async function initSession(deps: SessionDeps, msg: QueueMessage, signal: AbortSignal): Promise<InitResult> {
+  const started = Date.now();
+  const job = parseJob(msg);
+  const task = job.task;
+  // At-least-once delivery: a job whose result exists already ran to the end.
+  if ((await deps.store.get(keys.result(job.task_id, job.session_id))) !== null) return { kind: "done" };
+  // Each delivery is a new attempt, so a rerun's captures are told apart from a dead runner's.
+  const attempt = Math.max(0, msg.receiveCount - 1);
+  if (await isCancelled(deps.store, job.task_id)) return { kind: "cancelled", job, attempt };
+
+  const preset = deps.presetFor(task.agent.harness);
+  const evaluator = await deps.resolveEvaluator(task.evaluator.strategy);
+  const factory = deps.runtimes[task.runtime.backend];
+  if (!factory) throw new InitError(`runtime.backend: no runtime named ${JSON.stringify(task.runtime.backend)}`);
+  const budgetMs = task.timeout_seconds * 1000;
+  const runtime = await factory.create({
+    sessionId: job.session_id,
+    image: task.runtime.image,
+    env: task.runtime.env,
+    limits: task.runtime.limits,
+    proxyUrl: deps.proxyUrl,
+  });
+  try {
+    for (const [i, step] of task.runtime.prepare.entries()) {
+      const res = await runtime.exec(["sh", "-c", step], { timeoutMs: budgetMs, signal });
+      if (signal.aborted) throw signal.reason;
+      if (res.exitCode !== 0) {
+        throw new InitError(
+          `runtime.prepare[${i}] (${JSON.stringify(step)}) ${res.timedOut ? "timed out" : `exited ${res.exitCode}`}: ${tail(res.stderr || res.stdout)}`,
+        );
+      }
+    }
+    const binDir = await deps.installHarness(preset);
+    const sessionToken = deps.signingKey
+      ? await mintSessionToken(
+          {
+            sessionId: job.session_id,
+            taskId: job.task_id,
+            attempt,
+            ttlSeconds: task.timeout_seconds + deps.tokenMarginSeconds,
+          },
+          deps.signingKey,
+        )
+      : job.session_id;
+    const ctx: PresetContext = {
+      agent: task.agent,
+      instruction: task.instruction,
+      proxyUrl: runtime.proxyUrl,
+      sessionToken,
+      homeDir: runtime.homeDir,
+      workDir: runtime.workDir,
+    };
+    for (const [path, content] of Object.entries(preset.configFiles(ctx))) {
+      const target = isAbsolute(path) ? path : join(runtime.homeDir, path);
+      await mkdir(dirname(target), { recursive: true });
+      await writeFile(target, content);
+    }
+    const invocation = preset.invocation(ctx, binDir);
+    invocation.env = { ...task.runtime.env, ...invocation.env };
+    return {
+      kind: "prepared",
+      value: {
+        msg,
+        job,
+        task,
+        attempt,
+        runtime,
+        preset,
+        evaluator,
+        invocation,
+        budgetMs,
+        initMs: Date.now() - started,
+        preparedAt: Date.now(),
+      },
+    };
+  } catch (err) {
+    await runtime.stop().catch(() => {});
+    throw err;
+  }
+}
+
+function tail(s: string): string {
+  const t = s.trim();
+  return t.length > 500 ? `...${t.slice(-500)}` : t || "(no output)";
+}

@@ -1,0 +1,114 @@
+import type { SessionResult, Trajectory, TrajectoryStatus } from "../../shared/schemas/trajectory.ts";
+import type { Evaluation } from "../evaluation/evaluator.ts";
+import { commitResult, emptyTrajectory } from "./session-result.ts";
+import type { RanSession, SessionDeps } from "./session-types.ts";
+
+/** What the run ended as: a timeout or crash still yields the partial captures as a trajectory. */
+export function runStatus(s: RanSession): { status: TrajectoryStatus; error: string | null } {
+  if (s.cancelled) return { status: "ERROR", error: `task ${s.task.task_id} was cancelled` };
+  const exec = s.exec;
+  if (!exec) return { status: "ERROR", error: "the harness did not run" };
+  if (exec.timedOut) return { status: "TIMEOUT", error: `the harness exceeded its budget of ${s.task.timeout_seconds}s` };
+  if (exec.exitCode !== 0) {
+    const why = exec.exitCode === null ? `was killed by ${exec.signal}` : `exited with code ${exec.exitCode}`;
+    const tail = exec.stderr.trim().slice(-400);
+    return { status: "ERROR", error: `the harness ${why}${tail ? `: ${tail}` : ""}` };
+  }
+  return { status: "COMPLETED", error: null };
+}
+
+/**
+ * POSTRUN: reconstruct this attempt's captures, evaluate in the still-live runtime, write the result
+ * (and the group shard when it is the task's last session), then tear the runtime down.
+ */
+export async function postrunSession(deps: SessionDeps, s: RanSession): Promise<void> {
+  const started = Date.now();
+  try {
+    const { status, error } = runStatus(s);
+    let trajectory: Trajectory;
+    try {
+      trajectory = await deps.reconstruct({
+        store: deps.store,
+        task: s.task,
+        sessionId: s.job.session_id,
+        attempt: s.attempt,
+        status,
+      });
+      trajectory = { ...trajectory, status, error };
+    } catch (err) {
+      trajectory = emptyTrajectory("ERROR", s.task.builder.strategy, `reconstruction failed: ${(err as Error).message}`);
+    }
+    const outcome = s.exec
+      ? s.preset.parseOutput(s.exec.stdout, s.exec.stderr, s.exec.exitCode)
+      : { finalAnswer: null, success: false };
+    const agent = {
+      exitCode: s.exec?.exitCode ?? null,
+      timedOut: s.exec?.timedOut ?? false,
+      finalAnswer: outcome.finalAnswer,
+    };
+    let evaluation: Evaluation | null = null;
+    let evalError: string | null = null;
+    try {
+      evaluation = await s.evaluator.evaluate(trajectory, {
+        runtime: s.runtime,
+        workDir: s.runtime.workDir,
+        agent,
+        timeoutMs: s.budgetMs,
+        config: s.task.evaluator.config,
+        freshRuntime: () =>
+          deps.runtimes[s.task.runtime.backend].create({
+            sessionId: `${s.job.session_id}.eval`,
+            image: s.task.runtime.image,
+            env: s.task.runtime.env,
+            limits: s.task.runtime.limits,
+            proxyUrl: deps.proxyUrl,
+          }),
+      });
+      if (evaluation.trace_rewards && evaluation.trace_rewards.length !== trajectory.traces.length) {
+        evalError = `evaluator ${s.evaluator.name} gave ${evaluation.trace_rewards.length} trace rewards for ${trajectory.traces.length} traces`;
+      }
+    } catch (err) {
+      evalError = `evaluator ${s.evaluator.name} failed: ${(err as Error).message}`;
+    }
+    if (evalError) {
+      trajectory = { ...trajectory, status: "ERROR", error: trajectory.error ?? evalError };
+      evaluation = null;
+    }
+    const reward = evaluation ? evaluation.outcome_reward : null;
+    trajectory.traces = trajectory.traces.map((t, i) => ({
+      ...t,
+      reward: evaluation ? (evaluation.trace_rewards?.[i] ?? evaluation.outcome_reward) : null,
+    }));
+    const result: SessionResult = {
+      v: 1,
+      task_id: s.job.task_id,
+      session_id: s.job.session_id,
+      sample_index: s.job.sample_index,
+      attempt: s.attempt,
+      status: trajectory.status,
+      reward,
+      timings: {
+        queued_at: null,
+        init_ms: s.initMs,
+        ready_wait_ms: s.readyWaitMs,
+        run_ms: s.runMs,
+        postrun_ms: Date.now() - started,
+        finished_at: new Date().toISOString(),
+      },
+      agent: { exit_code: agent.exitCode, timed_out: agent.timedOut, final_answer: agent.finalAnswer },
+      evaluation: evaluation
+        ? {
+            evaluator: s.evaluator.name,
+            outcome_reward: evaluation.outcome_reward,
+            ...(evaluation.trace_rewards ? { trace_rewards: evaluation.trace_rewards } : {}),
+            metadata: evaluation.metadata,
+          }
+        : null,
+      trajectory,
+      error: trajectory.error ?? evalError,
+    };
+    await commitResult(deps, s.job, result);
+  } finally {
+    await s.runtime.stop().catch((err) => deps.log(`session ${s.job.session_id}: teardown: ${(err as Error).message}`));
+  }
+}

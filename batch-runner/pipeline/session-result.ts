@@ -1,0 +1,86 @@
+import { keys } from "../../shared/keys.ts";
+import type { SessionJob } from "../../shared/schemas/task.ts";
+import type { SessionResult, Trajectory, TrajectoryStatus } from "../../shared/schemas/trajectory.ts";
+import type { SessionDeps } from "./session-types.ts";
+
+export function emptyTrajectory(status: TrajectoryStatus, builder: string, error: string | null): Trajectory {
+  return {
+    status,
+    traces: [],
+    builder,
+    reconstruction_stats: {
+      captures: 0,
+      excluded_no_token_ids: 0,
+      excluded_failed: 0,
+      chains: 0,
+      prefix_breaks: 0,
+      trainable_tokens: 0,
+      context_tokens: 0,
+    },
+    error,
+  };
+}
+
+/**
+ * Writes `results/{task}/{session}.json` once: if another runner (a duplicate delivery) got there
+ * first, its result stands and this one is dropped, so each session ends exactly once. Then writes
+ * the group shard if this was the task's last session, and sends the completion notice.
+ */
+export async function commitResult(deps: SessionDeps, job: SessionJob, result: SessionResult): Promise<boolean> {
+  const written = await deps.store.putIfAbsent(keys.result(job.task_id, job.session_id), JSON.stringify(result), {
+    contentType: "application/json",
+  });
+  if (!written) {
+    deps.log(`session ${job.session_id}: a result already exists (duplicate delivery); keeping the first`);
+  } else {
+    deps.onResult?.({
+      task_id: job.task_id,
+      session_id: job.session_id,
+      status: result.status,
+      reward: result.reward,
+    });
+  }
+  await maybeCompleteTask(deps, job);
+  return written;
+}
+
+async function maybeCompleteTask(deps: SessionDeps, job: SessionJob): Promise<void> {
+  let shard: Awaited<ReturnType<SessionDeps["writeShard"]>>;
+  try {
+    shard = await deps.writeShard({ store: deps.store, task: job.task });
+  } catch (err) {
+    deps.log(`task ${job.task_id}: group shard not written: ${(err as Error).message}`);
+    return;
+  }
+  if (shard) await deps.onTaskComplete?.(job.task, shard);
+}
+
+/** A session that ends without running the harness (cancelled, or given up after N deliveries). */
+export function terminalResult(
+  job: SessionJob,
+  attempt: number,
+  status: TrajectoryStatus,
+  error: string,
+): SessionResult {
+  return {
+    v: 1,
+    task_id: job.task_id,
+    session_id: job.session_id,
+    sample_index: job.sample_index,
+    attempt,
+    status,
+    reward: null,
+    timings: {
+      queued_at: null,
+      init_ms: null,
+      ready_wait_ms: null,
+      run_ms: null,
+      postrun_ms: null,
+      finished_at: new Date().toISOString(),
+    },
+    agent: null,
+    evaluation: null,
+    trajectory: emptyTrajectory(status, job.task.builder.strategy, error),
+    error,
+  };
+}

@@ -1,0 +1,27 @@
+import { isCancelled, watchCancellation } from "./cancellation.ts";
+import type { PreparedSession, RanSession, SessionDeps } from "./session-types.ts";
+
+/**
+ * RUNNING: the harness with the proxy URL and session token, stopped at the task's budget
+ * (`timeout_seconds`), on cancellation, or on shutdown (`signal`). Never throws for the harness's
+ * sake: a crash or timeout is data for POSTRUN.
+ */
+export async function runSession(deps: SessionDeps, s: PreparedSession, signal: AbortSignal): Promise<RanSession> {
+  const readyWaitMs = Date.now() - s.preparedAt;
+  if (await isCancelled(deps.store, s.task.task_id)) {
+    return { ...s, exec: null, cancelled: true, runMs: 0, readyWaitMs };
+  }
+  const watch = watchCancellation(deps.store, s.task.task_id, deps.cancelPollMs);
+  const started = Date.now();
+  try {
+    const exec = await s.runtime.exec(s.invocation.argv, {
+      env: s.invocation.env,
+      stdin: s.invocation.stdin,
+      timeoutMs: s.budgetMs,
+      signal: AbortSignal.any([signal, watch.signal]),
+    });
+    return { ...s, exec, cancelled: watch.signal.aborted, runMs: Date.now() - started, readyWaitMs };
+  } finally {
+    watch.stop();
+  }
+}

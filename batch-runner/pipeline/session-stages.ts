@@ -1,0 +1,63 @@
+import type { QueueMessage } from "../queue/queue.ts";
+import { commitResult, terminalResult } from "./session-result.ts";
+import { initSession, PoisonMessageError, parseJob } from "./session-init.ts";
+import { postrunSession } from "./session-postrun.ts";
+import { runSession } from "./session-run.ts";
+import type { PreparedSession, RanSession, SessionDeps } from "./session-types.ts";
+import type { InitOutcome, PipelineStages } from "./staged-pipeline.ts";
+
+/** The session stages of DESIGN.md's data flow, for the StagedPipeline. */
+export function sessionStages(deps: SessionDeps): PipelineStages<PreparedSession, RanSession> {
+  return {
+    async init(msg, signal): Promise<InitOutcome<PreparedSession>> {
+      const out = await initSession(deps, msg, signal);
+      if (out.kind === "cancelled") {
+        await commitResult(
+          deps,
+          out.job,
+          terminalResult(out.job, out.attempt, "ERROR", `task ${out.job.task_id} was cancelled before it ran`),
+        );
+        return { kind: "done" };
+      }
+      return out;
+    },
+    run: (s, signal) => runSession(deps, s, signal),
+    postrun: (s) => postrunSession(deps, s),
+    discard: (s) => s.runtime.stop(),
+    onFailure: (msg, err) => onFailure(deps, msg, err),
+  };
+}
+
+/**
+ * A failed delivery is retried with backoff; the last allowed one records the session as ERROR (so
+ * the task's group still completes and nothing waits forever) and goes to the dead-letter queue.
+ */
+async function onFailure(deps: SessionDeps, msg: QueueMessage, err: unknown): Promise<"release" | "ack" | number> {
+  const message = err instanceof Error ? err.message : String(err);
+  const last = msg.receiveCount >= deps.maxReceives || err instanceof PoisonMessageError;
+  deps.log(`message ${msg.messageId} (delivery ${msg.receiveCount}/${deps.maxReceives}) failed: ${message}`);
+  if (!last) return Math.min(2 ** (msg.receiveCount - 1), 30);
+  if (!(err instanceof PoisonMessageError)) {
+    try {
+      const job = parseJob(msg);
+      await commitResult(
+        deps,
+        job,
+        terminalResult(
+          job,
+          msg.receiveCount - 1,
+          "ERROR",
+          `gave up after ${msg.receiveCount} deliveries: ${message}`,
+        ),
+      );
+    } catch (e) {
+      deps.log(`message ${msg.messageId}: could not record the failure: ${(e as Error).message}`);
+    }
+  }
+  if (deps.deadLetter) {
+    await deps.deadLetter.send([msg.body]);
+    return "ack";
+  }
+  // The queue's own redrive policy moves it to the dead-letter queue.
+  return "release";
+}

@@ -1,0 +1,76 @@
+import type { SessionJob, TaskRequest } from "../../shared/schemas/task.ts";
+import type { Trajectory } from "../../shared/schemas/trajectory.ts";
+import type { ObjectStore } from "../../shared/store/object-store.ts";
+import type { Evaluator } from "../evaluation/evaluator.ts";
+import type { HarnessInvocation, HarnessPreset } from "../harness/preset.ts";
+import type { Queue, QueueMessage } from "../queue/queue.ts";
+import type { ExecResult, Runtime, RuntimeFactory } from "../runtime/runtime.ts";
+
+export interface WrittenGroupShard {
+  /** The Parquet key; null when the task produced no trace (only the JSONL twin is written then). */
+  key: string | null;
+  jsonlKey: string;
+  rows: number;
+  sessions: number;
+}
+
+/** Everything the session stages use; the runner and `polar run` wire real parts, tests may swap some. */
+export interface SessionDeps {
+  store: ObjectStore;
+  /** Runtime factories by RuntimeSpec.backend. */
+  runtimes: Record<string, RuntimeFactory>;
+  /** Proxy base URL as the host sees it. */
+  proxyUrl: string;
+  /** POLAR_SIGNING_KEY; null when the proxy runs with `--auth off` (the token is then the session id). */
+  signingKey: string | null;
+  presetFor(name: string): HarnessPreset;
+  resolveEvaluator(strategy: string): Promise<Evaluator>;
+  /** Installs a preset's CLI once into a shared cache; returns its bin dir (null for `shell`). */
+  installHarness(preset: HarnessPreset): Promise<string | null>;
+  reconstruct(opts: {
+    store: ObjectStore;
+    task: TaskRequest;
+    sessionId: string;
+    attempt: number;
+    status: Trajectory["status"];
+  }): Promise<Trajectory>;
+  /** Writes the group shard if every session of the task has a result; null otherwise. */
+  writeShard(opts: {
+    store: ObjectStore;
+    task: TaskRequest;
+  }): Promise<WrittenGroupShard | null>;
+  /** Completion notice for a task whose last session is terminal. */
+  onTaskComplete?(task: TaskRequest, shard: WrittenGroupShard): Promise<void>;
+  /** After this many deliveries a failing job is recorded as ERROR and dead-lettered. */
+  maxReceives: number;
+  /** Client-side dead-letter queue (for SQS servers without RedrivePolicy, or `--dlq-url`). */
+  deadLetter?: Queue;
+  /** How often a running session checks `cancel/{task_id}`. */
+  cancelPollMs: number;
+  /** Extra seconds of token life beyond the session budget (POSTRUN, retries). */
+  tokenMarginSeconds: number;
+  log(line: string): void;
+  /** Called whenever a session result is written (progress display). */
+  onResult?(result: { task_id: string; session_id: string; status: string; reward: number | null }): void;
+}
+
+export interface PreparedSession {
+  msg: QueueMessage;
+  job: SessionJob;
+  task: TaskRequest;
+  attempt: number;
+  runtime: Runtime;
+  preset: HarnessPreset;
+  evaluator: Evaluator;
+  invocation: HarnessInvocation;
+  budgetMs: number;
+  initMs: number;
+  preparedAt: number;
+}
+
+export interface RanSession extends PreparedSession {
+  exec: ExecResult | null;
+  cancelled: boolean;
+  runMs: number;
+  readyWaitMs: number;
+}

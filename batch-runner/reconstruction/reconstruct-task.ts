@@ -1,0 +1,125 @@
+import { keys } from "../../shared/keys.ts";
+import { BuilderSpec, StoredTask } from "../../shared/schemas/task.ts";
+import type { SessionResult, Trajectory } from "../../shared/schemas/trajectory.ts";
+import type { ObjectStore } from "../../shared/store/object-store.ts";
+import { type WrittenShard, writeGroupShard } from "../shards/write-group-shard.ts";
+import { reconstructSession } from "./build-session.ts";
+import { BuilderConfigError } from "./builder.ts";
+import { InvariantViolation } from "./invariants.ts";
+import { sessionsWithCaptures } from "./load-captures.ts";
+
+/** A task file that exists but is not a TaskRequest. */
+export class TaskFileError extends Error {}
+
+export interface ReconstructedTask {
+  /** Where the builder settings came from. */
+  taskSource: "task file" | "default";
+  numSamples: number;
+  results: SessionResult[];
+  /** null while fewer than `numSamples` sessions have results. */
+  shard: WrittenShard | null;
+}
+
+const decoder = new TextDecoder();
+
+/**
+ * `polar reconstruct`: for sessions no runner ran (hosted harnesses), build each session's
+ * trajectory from its captures, write `results/{task}/{session}.json`, then the group shard,
+ * with the same functions POSTRUN uses. Without `tasks/{task}.json` the builder is the default
+ * (prefix_merging) and the group is every session that has captures.
+ */
+export async function reconstructTask(opts: {
+  store: ObjectStore;
+  taskId: string;
+  sessionId?: string;
+}): Promise<ReconstructedTask> {
+  const { store, taskId } = opts;
+  const all = await sessionsWithCaptures(store, taskId);
+  const stored = await readTask(store, taskId);
+  const builder = stored?.builder ?? BuilderSpec.parse({});
+  const numSamples = stored?.num_samples ?? all.length;
+  const wanted = opts.sessionId === undefined ? all : [opts.sessionId];
+  const results: SessionResult[] = [];
+  for (const sessionId of wanted) {
+    const started = performance.now();
+    const index = all.indexOf(sessionId);
+    let trajectory: Trajectory;
+    let attempt = 0;
+    let error: string | null = null;
+    try {
+      const built = await reconstructSession({ store, task: { task_id: taskId, builder }, sessionId });
+      trajectory = built.trajectory;
+      attempt = built.attempt;
+    } catch (err) {
+      if (!(err instanceof InvariantViolation || err instanceof BuilderConfigError)) throw err;
+      error = `reconstruction failed: ${err.message}`;
+      trajectory = emptyTrajectory(builder.strategy, error);
+    }
+    const result: SessionResult = {
+      v: 1,
+      task_id: taskId,
+      session_id: sessionId,
+      // Hosted sessions have no sample index of their own: their place among the task's sessions.
+      sample_index: index < 0 ? all.length : index,
+      attempt,
+      status: error ? "ERROR" : "COMPLETED",
+      reward: null,
+      timings: {
+        queued_at: null,
+        init_ms: null,
+        ready_wait_ms: null,
+        run_ms: null,
+        postrun_ms: performance.now() - started,
+        finished_at: new Date().toISOString(),
+      },
+      agent: null,
+      evaluation: null,
+      trajectory,
+      error,
+    };
+    await store.put(keys.result(taskId, sessionId), JSON.stringify(result), {
+      contentType: "application/json",
+    });
+    results.push(result);
+  }
+  const shard = await writeGroupShard({ store, task: { task_id: taskId, num_samples: numSamples } });
+  return { taskSource: stored ? "task file" : "default", numSamples, results, shard };
+}
+
+async function readTask(store: ObjectStore, taskId: string): Promise<StoredTask | null> {
+  const key = keys.task(taskId);
+  const bytes = await store.get(key);
+  if (bytes === null) return null;
+  let json: unknown;
+  try {
+    json = JSON.parse(decoder.decode(bytes));
+  } catch (err) {
+    throw new TaskFileError(`${key}: not JSON (${(err as Error).message})`);
+  }
+  const parsed = StoredTask.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new TaskFileError(
+      `${key}: not a stored TaskRequest: ${issue.path.join(".") || "(root)"}: ${issue.message}`,
+    );
+  }
+  return parsed.data;
+}
+
+function emptyTrajectory(builder: string, error: string): Trajectory {
+  return {
+    status: "ERROR",
+    traces: [],
+    builder,
+    reconstruction_stats: {
+      captures: 0,
+      excluded_no_token_ids: 0,
+      excluded_failed: 0,
+      chains: 0,
+      prefix_breaks: 0,
+      trainable_tokens: 0,
+      context_tokens: 0,
+    },
+    error,
+  };
+}

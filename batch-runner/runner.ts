@@ -1,0 +1,117 @@
+import type { ObjectStore } from "../shared/store/object-store.ts";
+import { resolveEvaluator } from "./evaluation/registry.ts";
+import { installHarness } from "./harness/install.ts";
+import { presetFor } from "./harness/registry.ts";
+import { RunnerMetrics } from "./metrics.ts";
+import { sendCompletionNotice } from "./pipeline/completion-notice.ts";
+import { sessionStages } from "./pipeline/session-stages.ts";
+import type { PreparedSession, RanSession, SessionDeps } from "./pipeline/session-types.ts";
+import { StagedPipeline } from "./pipeline/staged-pipeline.ts";
+import type { Queue } from "./queue/queue.ts";
+import { reconstructSession } from "./reconstruction/build-session.ts";
+import { runtimeFactories } from "./runtime/open-runtime.ts";
+import type { RuntimeFactory } from "./runtime/runtime.ts";
+import { writeGroupShard } from "./shards/write-group-shard.ts";
+
+export interface RunnerOptions {
+  queue: Queue;
+  store: ObjectStore;
+  proxyUrl: string;
+  /** null when the proxy accepts any key (`--auth off`). */
+  signingKey: string | null;
+  init?: number;
+  ready?: number;
+  run?: number;
+  postrun?: number;
+  /** Visibility of a received message; the heartbeat extends it every third of this. Default 120 s. */
+  visibilityTimeoutSeconds?: number;
+  /** Long-poll wait per receive (SQS max 20). Default 10 s. */
+  waitSeconds?: number;
+  maxReceives?: number;
+  deadLetter?: Queue;
+  resultsQueue?: Queue;
+  /** Serve Prometheus metrics on this port (0 = ephemeral); omit for none. */
+  metricsPort?: number;
+  metricsHost?: string;
+  sessionsRoot?: string;
+  harnessCacheDir?: string;
+  runtimes?: Record<string, RuntimeFactory>;
+  cancelPollMs?: number;
+  log?: (line: string) => void;
+  onResult?: SessionDeps["onResult"];
+}
+
+export interface Runner {
+  pipeline: StagedPipeline<PreparedSession, RanSession>;
+  metrics: RunnerMetrics;
+  metricsUrl: string | null;
+  /** Graceful shutdown (see StagedPipeline.stop), then closes the metrics server. */
+  stop(graceMs: number): Promise<void>;
+}
+
+/** A batch runner: the session pipeline wired to the real runtimes, presets, reconstruction and shards. */
+export async function startRunner(opts: RunnerOptions): Promise<Runner> {
+  const log = opts.log ?? ((line: string) => console.error(`[runner] ${line}`));
+  const run = opts.run ?? 4;
+  const deps: SessionDeps = {
+    store: opts.store,
+    runtimes: opts.runtimes ?? runtimeFactories({ sessionsRoot: opts.sessionsRoot }),
+    proxyUrl: opts.proxyUrl.replace(/\/+$/, ""),
+    signingKey: opts.signingKey,
+    presetFor,
+    resolveEvaluator,
+    installHarness: async (preset) =>
+      (await installHarness(preset, { cacheDir: opts.harnessCacheDir, log }))?.binDir ?? null,
+    reconstruct: async ({ store, task, sessionId, attempt, status }) =>
+      (await reconstructSession({ store, task, sessionId, attempt, status })).trajectory,
+    writeShard: ({ store, task }) => writeGroupShard({ store, task }),
+    onTaskComplete: async (task, shard) => {
+      const shardKey = shard.key ?? shard.jsonlKey;
+      log(`task ${task.task_id}: all ${shard.sessions} sessions done, shard ${shardKey} (${shard.rows} rows)`);
+      const errors = await sendCompletionNotice(
+        {
+          type: "task_completed",
+          task_id: task.task_id,
+          sessions: shard.sessions,
+          rows: shard.rows,
+          shard_key: shardKey,
+          shard_url: `${opts.store.url.replace(/\/+$/, "")}/${shardKey}`,
+          finished_at: new Date().toISOString(),
+        },
+        { resultsQueue: opts.resultsQueue, callbackUrl: task.callback_url },
+      );
+      for (const e of errors) log(`task ${task.task_id}: completion notice: ${e}`);
+    },
+    maxReceives: opts.maxReceives ?? 5,
+    deadLetter: opts.deadLetter,
+    cancelPollMs: opts.cancelPollMs ?? 2000,
+    tokenMarginSeconds: 900,
+    log,
+    onResult: opts.onResult,
+  };
+  let metrics: RunnerMetrics | null = null;
+  const pipeline: StagedPipeline<PreparedSession, RanSession> = new StagedPipeline(opts.queue, sessionStages(deps), {
+    init: opts.init ?? run,
+    ready: opts.ready ?? run,
+    run,
+    postrun: opts.postrun ?? Math.max(1, Math.ceil(run / 2)),
+    visibilityTimeoutSeconds: opts.visibilityTimeoutSeconds ?? 120,
+    waitSeconds: opts.waitSeconds ?? 10,
+    onError: (err, where) => log(`${where}: ${err instanceof Error ? err.message : String(err)}`),
+    onStage: (stage, ms) => metrics?.observeStage(stage, ms),
+    onSettled: (outcome) => metrics?.countSettled(outcome),
+  });
+  metrics = new RunnerMetrics(() => pipeline.stats());
+  const server =
+    opts.metricsPort !== undefined ? await metrics.serve(opts.metricsPort, opts.metricsHost ?? "127.0.0.1") : null;
+  pipeline.start();
+  return {
+    pipeline,
+    metrics,
+    metricsUrl: server?.url ?? null,
+    async stop(graceMs: number) {
+      await pipeline.stop(graceMs);
+      await server?.close();
+    },
+  };
+}

@@ -1,0 +1,101 @@
+import { cleanEnv, HostDirRuntime, type WrappedCommand } from "./host-dir-runtime.ts";
+import { runtimeIdOf } from "./process.ts";
+import type { Runtime, RuntimeFactory, RuntimeSpecInput } from "./runtime.ts";
+import {
+  bridgedArgv,
+  HOST_NODE_DIR,
+  type HostBridge,
+  SANDBOX_BRIDGE_SCRIPT,
+  sandboxProxyUrl,
+  startHostBridge,
+} from "./socket-bridge.ts";
+import { createSessionDirs, defaultSessionsRoot, type SessionDirs } from "./work-dirs.ts";
+
+export interface BwrapOptions {
+  sessionsRoot?: string;
+  /** The bwrap binary (tests may point at a wrapper). */
+  bwrapBin?: string;
+}
+
+/**
+ * bubblewrap: a read-only root (the host's, or an image root dir), private writable work dir and home,
+ * fresh /tmp, and no network (`--unshare-net`) except the Unix-socket bridge to the proxy.
+ */
+export class BwrapRuntime extends HostDirRuntime {
+  readonly id: string;
+  readonly proxyUrl: string;
+  protected readonly dirs: SessionDirs;
+  protected readonly baseEnv: Record<string, string>;
+  private readonly bridge: HostBridge;
+  private readonly image: string | undefined;
+  private readonly bwrapBin: string;
+
+  constructor(id: string, dirs: SessionDirs, spec: RuntimeSpecInput, bridge: HostBridge, bwrapBin: string) {
+    super();
+    this.id = id;
+    this.dirs = dirs;
+    this.bridge = bridge;
+    this.image = spec.image;
+    this.bwrapBin = bwrapBin;
+    this.proxyUrl = sandboxProxyUrl(spec.proxyUrl);
+    this.baseEnv = cleanEnv(dirs.homeDir, spec.env);
+  }
+
+  protected wrap(argv: string[], cwd: string, env: Record<string, string>): WrappedCommand {
+    const args = bwrapArgs({ dirs: this.dirs, image: this.image, cwd });
+    const inner = bridgedArgv(`${HOST_NODE_DIR}/bin/node`, this.bridge.socketPath, argv);
+    // bwrap hands its own environment to the sandbox: the clean session env is all it gets.
+    return { argv: [this.bwrapBin, ...args, "--", ...inner], env: env };
+  }
+
+  protected override async teardown(): Promise<void> {
+    await this.bridge.close();
+  }
+}
+
+/** The bwrap flags for one exec (exported for the argv unit tests). */
+export function bwrapArgs(o: { dirs: SessionDirs; image?: string; cwd: string }): string[] {
+  const root = o.image ? ["--ro-bind", o.image, "/"] : ["--ro-bind", "/", "/"];
+  // With an image root the host's node and the bridge script must be brought in explicitly.
+  const bridgeBinds = o.image
+    ? ["--ro-bind", HOST_NODE_DIR, HOST_NODE_DIR, "--ro-bind", SANDBOX_BRIDGE_SCRIPT, SANDBOX_BRIDGE_SCRIPT]
+    : [];
+  return [
+    "--die-with-parent",
+    "--unshare-all",
+    ...root,
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+    // Fresh /tmp and /run: no host sockets (e.g. a container engine's) are reachable through the fs.
+    "--tmpfs",
+    "/tmp",
+    "--tmpfs",
+    "/run",
+    ...bridgeBinds,
+    "--bind",
+    o.dirs.workDir,
+    o.dirs.workDir,
+    "--bind",
+    o.dirs.homeDir,
+    o.dirs.homeDir,
+    "--bind",
+    o.dirs.runDir,
+    o.dirs.runDir,
+    "--chdir",
+    o.cwd,
+  ];
+}
+
+export function bwrapRuntimeFactory(opts: BwrapOptions = {}): RuntimeFactory {
+  return {
+    backend: "bwrap",
+    async create(spec: RuntimeSpecInput): Promise<Runtime> {
+      const id = runtimeIdOf(spec.sessionId);
+      const dirs = await createSessionDirs(opts.sessionsRoot ?? defaultSessionsRoot(), id);
+      const bridge = await startHostBridge(dirs.runDir, spec.proxyUrl);
+      return new BwrapRuntime(id, dirs, spec, bridge, opts.bwrapBin ?? "bwrap");
+    },
+  };
+}

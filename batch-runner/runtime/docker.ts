@@ -1,0 +1,140 @@
+import { cleanEnv, HostDirRuntime, type WrappedCommand } from "./host-dir-runtime.ts";
+import { runtimeIdOf } from "./process.ts";
+import type { Runtime, RuntimeFactory, RuntimeSpecInput } from "./runtime.ts";
+import { spawnGroup } from "./spawn-group.ts";
+import {
+  bridgedArgv,
+  HOST_NODE_DIR,
+  type HostBridge,
+  SANDBOX_BRIDGE_SCRIPT,
+  sandboxProxyUrl,
+  startHostBridge,
+} from "./socket-bridge.ts";
+import { createSessionDirs, defaultSessionsRoot, type SessionDirs } from "./work-dirs.ts";
+
+export interface DockerOptions {
+  sessionsRoot?: string;
+  /** `docker`, `podman`, or a stand-in in tests. */
+  bin?: string;
+}
+
+/**
+ * A long-lived container per session (`docker run -d ... sleep infinity`), commands via `docker exec`.
+ * `--network none`; the proxy is reached through the Unix-socket bridge. Works with podman too.
+ */
+export class DockerRuntime extends HostDirRuntime {
+  readonly id: string;
+  readonly proxyUrl: string;
+  protected readonly dirs: SessionDirs;
+  protected readonly baseEnv: Record<string, string>;
+  private readonly bridge: HostBridge;
+  private readonly bin: string;
+  private readonly spec: RuntimeSpecInput;
+
+  constructor(id: string, dirs: SessionDirs, spec: RuntimeSpecInput, bridge: HostBridge, opts: DockerOptions) {
+    super();
+    if (!spec.image) throw new Error("runtime.image is required for the docker backend (an image reference)");
+    this.id = id;
+    this.dirs = dirs;
+    this.bridge = bridge;
+    this.spec = spec;
+    this.bin = opts.bin ?? "docker";
+    this.proxyUrl = sandboxProxyUrl(spec.proxyUrl);
+    this.baseEnv = cleanEnv(dirs.homeDir, spec.env);
+  }
+
+  get containerName(): string {
+    return `polar-${this.id.replace(/[^A-Za-z0-9_.-]/g, "_")}`;
+  }
+
+  async start(): Promise<void> {
+    const argv = [this.bin, ...dockerRunArgs({ name: this.containerName, dirs: this.dirs, spec: this.spec })];
+    const res = await spawnGroup(argv, { env: hostEnv(), cwd: this.dirs.root, timeoutMs: 300_000 });
+    if (res.exitCode !== 0) throw new Error(`${this.bin} run failed (${res.exitCode}): ${res.stderr.trim()}`);
+  }
+
+  protected wrap(argv: string[], cwd: string, env: Record<string, string>): WrappedCommand {
+    // `-e NAME` without a value reads it from the CLI's own environment: values stay out of argv (ps).
+    const envFlags = Object.keys(env).flatMap((k) => ["-e", k]);
+    const inner = bridgedArgv(`${HOST_NODE_DIR}/bin/node`, this.bridge.socketPath, argv);
+    return {
+      argv: [this.bin, "exec", "-i", "-w", cwd, ...envFlags, this.containerName, ...inner],
+      env: { ...hostEnv(), ...env },
+      // Killing the CLI does not stop what runs in the container: kill everything there but init.
+      onKill: async () => {
+        await spawnGroup([this.bin, "exec", this.containerName, "kill", "-9", "-1"], {
+          env: hostEnv(),
+          cwd: "/",
+          timeoutMs: 30_000,
+        });
+      },
+    };
+  }
+
+  protected override async teardown(): Promise<void> {
+    await spawnGroup([this.bin, "rm", "-f", this.containerName], { env: hostEnv(), cwd: "/", timeoutMs: 60_000 });
+    await this.bridge.close();
+  }
+}
+
+/** `run` argv after the binary name (exported for the argv unit tests). */
+export function dockerRunArgs(o: { name: string; dirs: SessionDirs; spec: RuntimeSpecInput }): string[] {
+  const { limits } = o.spec;
+  const uid = process.getuid?.() ?? 0;
+  const gid = process.getgid?.() ?? 0;
+  return [
+    "run",
+    "-d",
+    "--init",
+    "--name",
+    o.name,
+    "--network",
+    "none",
+    "--user",
+    `${uid}:${gid}`,
+    "-v",
+    `${o.dirs.workDir}:${o.dirs.workDir}`,
+    "-v",
+    `${o.dirs.homeDir}:${o.dirs.homeDir}`,
+    "-v",
+    `${o.dirs.runDir}:${o.dirs.runDir}`,
+    "-v",
+    `${HOST_NODE_DIR}:${HOST_NODE_DIR}:ro`,
+    "-v",
+    `${SANDBOX_BRIDGE_SCRIPT}:${SANDBOX_BRIDGE_SCRIPT}:ro`,
+    ...(limits.cpus ? ["--cpus", String(limits.cpus)] : []),
+    ...(limits.memory_mb ? ["--memory", `${limits.memory_mb}m`] : []),
+    ...(limits.gpus ? ["--gpus", String(limits.gpus)] : []),
+    "--entrypoint",
+    "sleep",
+    o.spec.image ?? "",
+    "infinity",
+  ];
+}
+
+function hostEnv(): Record<string, string> {
+  const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/root" };
+  for (const k of ["DOCKER_HOST", "DOCKER_CONFIG", "CONTAINER_HOST", "XDG_RUNTIME_DIR"]) {
+    if (process.env[k]) env[k] = process.env[k];
+  }
+  return env;
+}
+
+export function dockerRuntimeFactory(opts: DockerOptions = {}): RuntimeFactory {
+  return {
+    backend: "docker",
+    async create(spec: RuntimeSpecInput): Promise<Runtime> {
+      const id = runtimeIdOf(spec.sessionId);
+      const dirs = await createSessionDirs(opts.sessionsRoot ?? defaultSessionsRoot(), id);
+      const bridge = await startHostBridge(dirs.runDir, spec.proxyUrl);
+      const runtime = new DockerRuntime(id, dirs, spec, bridge, opts);
+      try {
+        await runtime.start();
+      } catch (err) {
+        await runtime.stop();
+        throw err;
+      }
+      return runtime;
+    },
+  };
+}

@@ -1,0 +1,93 @@
+import type { ExecOptions, ExecResult, Runtime } from "./runtime.ts";
+import { spawnGroup } from "./spawn-group.ts";
+import { copyPath, hostPathOf, removeSessionDirs, type SessionDirs } from "./work-dirs.ts";
+
+/** How a backend turns "run argv in the session" into a host command line. */
+export interface WrappedCommand {
+  argv: string[];
+  env: Record<string, string>;
+  /** Extra kill step after the host process group is killed (container engines). */
+  onKill?: () => Promise<void> | void;
+}
+
+/**
+ * Shared shape of every backend here: the session's work and home dirs live on the host and appear at
+ * the same paths inside the sandbox, so upload/download are host copies and only `exec` differs.
+ */
+export abstract class HostDirRuntime implements Runtime {
+  abstract readonly id: string;
+  abstract readonly proxyUrl: string;
+  protected abstract readonly dirs: SessionDirs;
+  /** Environment every command gets before the session's and the call's own. */
+  protected abstract readonly baseEnv: Record<string, string>;
+  private stopped = false;
+  private readonly running = new Set<AbortController>();
+
+  get workDir(): string {
+    return this.dirs.workDir;
+  }
+
+  get homeDir(): string {
+    return this.dirs.homeDir;
+  }
+
+  protected abstract wrap(argv: string[], cwd: string, env: Record<string, string>): WrappedCommand;
+
+  async exec(argv: string[], opts: ExecOptions = {}): Promise<ExecResult> {
+    if (this.stopped) throw new Error(`runtime ${this.id} is stopped`);
+    if (argv.length === 0) throw new Error("exec: empty argv");
+    const cwd = opts.cwd ? hostPathOf(this.dirs, opts.cwd) : this.dirs.workDir;
+    const wrapped = this.wrap(argv, cwd, { ...this.baseEnv, ...(opts.env ?? {}) });
+    const abort = new AbortController();
+    this.running.add(abort);
+    const signal = opts.signal ? AbortSignal.any([opts.signal, abort.signal]) : abort.signal;
+    try {
+      return await spawnGroup(wrapped.argv, {
+        env: wrapped.env,
+        cwd: this.hostCwd(cwd),
+        timeoutMs: opts.timeoutMs,
+        stdin: opts.stdin,
+        onStdout: opts.onStdout,
+        onStderr: opts.onStderr,
+        signal,
+        onKill: wrapped.onKill,
+      });
+    } finally {
+      this.running.delete(abort);
+    }
+  }
+
+  /** Where the host-side launcher runs (the sandboxed cwd is set by the wrapper). */
+  protected hostCwd(cwd: string): string {
+    return cwd;
+  }
+
+  async upload(hostPath: string, dest: string): Promise<void> {
+    await copyPath(hostPath, hostPathOf(this.dirs, dest));
+  }
+
+  async download(src: string, hostPath: string): Promise<void> {
+    await copyPath(hostPathOf(this.dirs, src), hostPath);
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    for (const a of this.running) a.abort();
+    await this.teardown();
+    await removeSessionDirs(this.dirs);
+  }
+
+  /** Backend-specific cleanup before the dirs are removed (bridge, container). */
+  protected async teardown(): Promise<void> {}
+}
+
+/** The clean environment of a session: nothing of the runner's own env leaks in but PATH and LANG. */
+export function cleanEnv(homeDir: string, extra: Record<string, string>): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
+    HOME: homeDir,
+    LANG: process.env.LANG ?? "C.UTF-8",
+    ...extra,
+  };
+}

@@ -1,0 +1,23 @@
+import { apptainerRuntimeFactory } from "./apptainer.ts";
+import { bwrapRuntimeFactory } from "./bwrap.ts";
+import { dockerRuntimeFactory } from "./docker.ts";
+import { processRuntimeFactory } from "./process.ts";
+import type { RuntimeFactory } from "./runtime.ts";
+
+export interface RuntimeFactoryOptions {
+  sessionsRoot?: string;
+  /** Binaries per backend (e.g. `podman` for docker, or stand-ins in tests). */
+  bins?: { bwrap?: string; apptainer?: string; docker?: string };
+  apptainerMode?: "exec" | "instance";
+}
+
+/** One factory per backend name of RuntimeSpec.backend; the pipeline picks by the task's runtime.backend. */
+export function runtimeFactories(opts: RuntimeFactoryOptions = {}): Record<string, RuntimeFactory> {
+  const sessionsRoot = opts.sessionsRoot;
+  return {
+    process: processRuntimeFactory({ sessionsRoot }),
+    bwrap: bwrapRuntimeFactory({ sessionsRoot, bwrapBin: opts.bins?.bwrap }),
+    apptainer: apptainerRuntimeFactory({ sessionsRoot, bin: opts.bins?.apptainer, mode: opts.apptainerMode }),
+    docker: dockerRuntimeFactory({ sessionsRoot, bin: opts.bins?.docker }),
+  };
+}

@@ -1,0 +1,44 @@
+import { cleanEnv, HostDirRuntime, type WrappedCommand } from "./host-dir-runtime.ts";
+import type { Runtime, RuntimeFactory, RuntimeSpecInput } from "./runtime.ts";
+import { createSessionDirs, defaultSessionsRoot, type SessionDirs } from "./work-dirs.ts";
+
+/**
+ * The embedded default: a plain child process in a fresh work dir with a clean environment. No isolation
+ * beyond that (use bwrap, apptainer or docker for untrusted agents).
+ */
+export class ProcessRuntime extends HostDirRuntime {
+  readonly id: string;
+  readonly proxyUrl: string;
+  protected readonly dirs: SessionDirs;
+  protected readonly baseEnv: Record<string, string>;
+
+  constructor(id: string, dirs: SessionDirs, spec: RuntimeSpecInput) {
+    super();
+    this.id = id;
+    this.dirs = dirs;
+    this.proxyUrl = spec.proxyUrl.replace(/\/+$/, "");
+    this.baseEnv = cleanEnv(dirs.homeDir, spec.env);
+  }
+
+  protected wrap(argv: string[], _cwd: string, env: Record<string, string>): WrappedCommand {
+    return { argv, env };
+  }
+}
+
+export function processRuntimeFactory(opts: { sessionsRoot?: string } = {}): RuntimeFactory {
+  return {
+    backend: "process",
+    async create(spec: RuntimeSpecInput): Promise<Runtime> {
+      const id = runtimeIdOf(spec.sessionId);
+      const dirs = await createSessionDirs(opts.sessionsRoot ?? defaultSessionsRoot(), id);
+      return new ProcessRuntime(id, dirs, spec);
+    },
+  };
+}
+
+let counter = 0;
+
+/** Unique per creation, so a rerun of a session gets fresh dirs even while an old one is torn down. */
+export function runtimeIdOf(sessionId: string): string {
+  return `${sessionId}.${process.pid}.${++counter}`;
+}

@@ -1,0 +1,95 @@
+import { spawn } from "node:child_process";
+import type { ExecResult } from "./runtime.ts";
+
+export interface SpawnGroupOptions {
+  env: Record<string, string>;
+  cwd: string;
+  timeoutMs?: number;
+  stdin?: string;
+  onStdout?: (chunk: string) => void;
+  onStderr?: (chunk: string) => void;
+  signal?: AbortSignal;
+  /** Extra cleanup on timeout/abort, after the group is killed (e.g. `docker exec ... kill -9 -1`). */
+  onKill?: () => Promise<void> | void;
+  /** Keep at most this many characters of each stream (the harness may be chatty). */
+  maxOutputChars?: number;
+}
+
+const DEFAULT_MAX_OUTPUT = 4 * 1024 * 1024;
+
+/**
+ * Runs a host command as the leader of a new process group (detached), so that on timeout or abort the
+ * whole tree the harness started (shells, tool calls, servers) dies with `kill(-pgid)`, not just the leader.
+ */
+export function spawnGroup(argv: string[], opts: SpawnGroupOptions): Promise<ExecResult> {
+  const started = Date.now();
+  const maxChars = opts.maxOutputChars ?? DEFAULT_MAX_OUTPUT;
+  return new Promise((resolve) => {
+    let stdout = "";
+    let stderr = "";
+    let timedOut = false;
+    let settled = false;
+    const child = spawn(argv[0], argv.slice(1), {
+      cwd: opts.cwd,
+      env: opts.env,
+      detached: true,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    const killGroup = () => {
+      if (child.pid === undefined) return;
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // Already gone.
+      }
+      void opts.onKill?.();
+    };
+    const timer =
+      opts.timeoutMs !== undefined
+        ? setTimeout(() => {
+            timedOut = true;
+            killGroup();
+          }, opts.timeoutMs)
+        : undefined;
+    const onAbort = () => killGroup();
+    opts.signal?.addEventListener("abort", onAbort, { once: true });
+    if (opts.signal?.aborted) killGroup();
+
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      if (stdout.length < maxChars) stdout += chunk;
+      opts.onStdout?.(chunk);
+    });
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      if (stderr.length < maxChars) stderr += chunk;
+      opts.onStderr?.(chunk);
+    });
+    child.stdin.on("error", () => {});
+    child.stdin.end(opts.stdin ?? "");
+
+    const finish = (exitCode: number | null, signal: string | null) => {
+      if (settled) return;
+      settled = true;
+      if (timer) clearTimeout(timer);
+      opts.signal?.removeEventListener("abort", onAbort);
+      // The leader may exit while children it backgrounded live on: they belong to the session too.
+      if (child.pid !== undefined) {
+        try {
+          process.kill(-child.pid, "SIGKILL");
+        } catch {
+          // No process left in the group.
+        }
+      }
+      resolve({ exitCode, signal, timedOut, stdout, stderr, durationMs: Date.now() - started });
+    };
+    child.on("error", (err) => {
+      stderr += `${err.message}\n`;
+      finish(127, null);
+    });
+    // "close" waits for stdio to drain; a backgrounded grandchild holding the pipes would keep it open,
+    // so settle on "exit" and give the pipes a moment to flush.
+    child.on("exit", (code, signal) => {
+      setTimeout(() => finish(code, signal), 20);
+    });
+    child.on("close", (code, signal) => finish(code, signal));
+  });
+}

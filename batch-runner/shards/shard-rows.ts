@@ -1,0 +1,64 @@
+import type { SessionResult } from "../../shared/schemas/trajectory.ts";
+import { compareIds } from "../reconstruction/usable-captures.ts";
+
+/** One trace of one session: a row of `trajectories/{task_id}.parquet` (and of the JSONL twin). */
+export interface ShardRow {
+  task_id: string;
+  session_id: string;
+  sample_index: number;
+  trace_index: number;
+  /** GRPO groups the samples of one prompt: every row of a task shares it. */
+  group_id: string;
+  status: string;
+  reward: number | null;
+  finish_reason: string | null;
+  prompt_ids: number[];
+  response_ids: number[];
+  loss_mask: number[];
+  response_logprobs: number[] | null;
+  policy_version: string | null;
+  /** JSON text with sorted keys: the trace's metadata plus capture_ids and attempt. */
+  metadata: string;
+}
+
+/**
+ * Rows of a group shard, sorted by sample_index, session_id, trace_index so the bytes do not
+ * depend on which runner wrote the shard or in which order results were listed. A trace's own
+ * reward (from per-trace evaluator rewards) wins over the session's outcome reward.
+ */
+export function shardRows(results: readonly SessionResult[]): ShardRow[] {
+  const sorted = [...results].sort(
+    (a, b) => a.sample_index - b.sample_index || compareIds(a.session_id, b.session_id),
+  );
+  const rows: ShardRow[] = [];
+  for (const r of sorted) {
+    r.trajectory.traces.forEach((t, i) => {
+      rows.push({
+        task_id: r.task_id,
+        session_id: r.session_id,
+        sample_index: r.sample_index,
+        trace_index: i,
+        group_id: r.task_id,
+        status: r.status,
+        reward: t.reward ?? r.reward,
+        finish_reason: t.finish_reason,
+        prompt_ids: t.prompt_ids,
+        response_ids: t.response_ids,
+        loss_mask: t.loss_mask,
+        response_logprobs: t.response_logprobs,
+        policy_version: t.policy_version,
+        metadata: canonicalJson({ ...t.metadata, capture_ids: t.capture_ids, attempt: r.attempt }),
+      });
+    });
+  }
+  return rows;
+}
+
+/** JSON with object keys sorted at every depth: equal values give equal text. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v) =>
+    v !== null && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => compareIds(a, b)))
+      : v,
+  );
+}

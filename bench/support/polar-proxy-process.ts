@@ -1,0 +1,35 @@
+// Our proxy as a benchmark target: `node bench/support/polar-proxy-process.ts UPSTREAM PORT STORE`.
+// STORE is an `openStore` spec, or `discard` for a store that accepts and drops every object: the
+// capture is still built and encoded, only the write is skipped (benchmarks only; the product has
+// no such mode, a capture is never dropped).
+import type { ObjectStore } from "../../shared/store/object-store.ts";
+import { startNodeProxy } from "../../proxy-worker/node.ts";
+
+const [upstreamUrl, port, storeSpec] = process.argv.slice(2);
+
+const discard: ObjectStore = {
+  capabilities: { atomicPutIfAbsent: true },
+  url: "discard://",
+  async put() {},
+  async putIfAbsent() {
+    return true;
+  },
+  async get() {
+    return null;
+  },
+  async list() {
+    return [];
+  },
+  async delete() {},
+};
+
+const proxy = await startNodeProxy({
+  upstreamUrl,
+  port: Number(port),
+  store: storeSpec === "discard" ? discard : storeSpec,
+  signingKey: process.env.POLAR_SIGNING_KEY,
+  engine: "vllm",
+  policyVersion: null,
+});
+console.log(`listening ${proxy.url}`);
+process.once("SIGTERM", () => proxy.close().then(() => process.exit(0)));

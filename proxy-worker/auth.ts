@@ -1,0 +1,83 @@
+import { isValidId } from "../shared/ids.ts";
+import { verifySessionToken } from "../shared/session-token.ts";
+
+/** Who a model call belongs to: decides where its capture is stored. */
+export interface SessionIdentity {
+  sessionId: string;
+  taskId: string;
+  attempt: number;
+}
+
+export type AuthConfig = { mode: "token"; signingKey: string } | { mode: "off" };
+
+export type AuthResult = { ok: true; identity: SessionIdentity } | { ok: false; message: string };
+
+/** Task id every call gets under `--auth off`, where no token names one. */
+export const LOCAL_TASK_ID = "local";
+export const ANONYMOUS_SESSION_ID = "anonymous";
+
+/**
+ * The key as each SDK sends it: Anthropic `x-api-key`, Google `x-goog-api-key` or `?key=`,
+ * OpenAI `Authorization: Bearer`; harnesses that cannot set a key use the `/s/{token}/` path form.
+ */
+export function extractKey(headers: Headers, query: URLSearchParams, pathToken?: string): string | null {
+  if (pathToken) return pathToken;
+  const direct = headers.get("x-api-key") ?? headers.get("x-goog-api-key");
+  if (direct?.trim()) return direct.trim();
+  const authz = headers.get("authorization");
+  if (authz) {
+    const m = /^Bearer\s+(.+)$/i.exec(authz.trim());
+    if (m) return m[1].trim();
+  }
+  const q = query.get("key");
+  return q?.trim() ? q.trim() : null;
+}
+
+const REASONS: Record<string, string> = {
+  malformed:
+    "the API key is not a Polar session token (expected payload.signature, as minted by `polar token`)",
+  bad_signature: "the session token's signature does not match this proxy's POLAR_SIGNING_KEY",
+  expired: "the session token has expired; mint a new one (`polar token --ttl ...`)",
+  invalid_ids: "the session token names a session or task id that is not a valid id",
+};
+
+export async function authenticate(
+  key: string | null,
+  config: AuthConfig,
+  nowMs: number,
+): Promise<AuthResult> {
+  if (config.mode === "off") return { ok: true, identity: await localIdentity(key) };
+  if (!key) {
+    return {
+      ok: false,
+      message:
+        "missing API key: send the Polar session token as x-api-key, Authorization: Bearer, x-goog-api-key, ?key= or the /s/{token}/ path prefix",
+    };
+  }
+  let verdict: Awaited<ReturnType<typeof verifySessionToken>>;
+  try {
+    verdict = await verifySessionToken(key, config.signingKey, nowMs);
+  } catch {
+    verdict = { ok: false, reason: "malformed" };
+  }
+  if (!verdict.ok) return { ok: false, message: REASONS[verdict.reason] ?? "invalid session token" };
+  return {
+    ok: true,
+    identity: { sessionId: verdict.sessionId, taskId: verdict.taskId, attempt: verdict.attempt ?? 0 },
+  };
+}
+
+/** `--auth off`: the key itself names the session, so a developer can tell runs apart by key. */
+async function localIdentity(key: string | null): Promise<SessionIdentity> {
+  if (!key) return { sessionId: ANONYMOUS_SESSION_ID, taskId: LOCAL_TASK_ID, attempt: 0 };
+  const sessionId = isValidId(key) ? key : await hashToId(key);
+  return { sessionId, taskId: LOCAL_TASK_ID, attempt: 0 };
+}
+
+/** A stable id for a key that cannot be a storage key segment (slashes, spaces, too long). */
+async function hashToId(key: string): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key)));
+  let hex = "";
+  for (const b of digest.subarray(0, 16)) hex += b.toString(16).padStart(2, "0");
+  return `key-${hex}`;
+}

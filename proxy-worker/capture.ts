@@ -1,0 +1,117 @@
+import { encodeCapture } from "../shared/capture-codec.ts";
+import { keys } from "../shared/keys.ts";
+import type { CaptureRecord, Provider } from "../shared/schemas/capture.ts";
+import type { ObjectStore } from "../shared/store/object-store.ts";
+import type { SessionIdentity } from "./auth.ts";
+import { type EngineReading, isObject } from "./engines/engine.ts";
+
+export interface CaptureFacts {
+  captureId: string;
+  identity: SessionIdentity;
+  provider: Provider;
+  path: string;
+  stream: boolean;
+  modelRequested: string | null;
+  request: unknown;
+  chatRequest: unknown;
+  startedAt: number;
+  endedAt: number;
+  /** Present when the upstream answered with a chat completion. */
+  reading: EngineReading | null;
+  policyVersion: string | null;
+  error: { status: number; message: string } | null;
+}
+
+export function buildCaptureRecord(f: CaptureFacts): CaptureRecord {
+  const response = f.reading?.forCapture ?? null;
+  const choice = response && Array.isArray(response.choices) ? response.choices[0] : undefined;
+  const finish = isObject(choice) && typeof choice.finish_reason === "string" ? choice.finish_reason : null;
+  return {
+    v: 1,
+    capture_id: f.captureId,
+    session_id: f.identity.sessionId,
+    task_id: f.identity.taskId,
+    attempt: f.identity.attempt,
+    started_at: new Date(f.startedAt).toISOString(),
+    ended_at: new Date(f.endedAt).toISOString(),
+    provider: f.provider,
+    path: f.path,
+    stream: f.stream,
+    model_requested: f.modelRequested,
+    model_served: response && typeof response.model === "string" ? response.model : null,
+    request: f.request,
+    chat_request: f.chatRequest,
+    response,
+    prompt_token_ids: f.reading?.promptTokenIds ?? null,
+    response_token_ids: f.reading?.responseTokenIds ?? null,
+    response_logprobs: f.reading?.responseLogprobs ?? null,
+    finish_reason: finish,
+    usage: usageOf(response?.usage),
+    policy_version: f.policyVersion,
+    error: f.error,
+  };
+}
+
+/** Usage only when the engine's numbers fit the record; a malformed usage must not cost the capture. */
+function usageOf(u: unknown): CaptureRecord["usage"] {
+  if (!isObject(u)) return null;
+  const count = (x: unknown) => typeof x === "number" && Number.isInteger(x) && x >= 0;
+  if (!count(u.prompt_tokens) || !count(u.completion_tokens)) return null;
+  const details = isObject(u.prompt_tokens_details) ? u.prompt_tokens_details : {};
+  return {
+    prompt_tokens: u.prompt_tokens as number,
+    completion_tokens: u.completion_tokens as number,
+    ...(count(details.cached_tokens) ? { cached_tokens: details.cached_tokens as number } : {}),
+  };
+}
+
+export interface CaptureWriteOptions {
+  /** Total tries, first one included. Default 3. */
+  attempts?: number;
+  /** Wait before retry i (1-based) is baseDelayMs * 4^(i-1). Default 100 ms. */
+  baseDelayMs?: number;
+  log: (message: string) => void;
+}
+
+/** The capture could not be stored: the client must get a 5xx so the harness retries the call. */
+export class CaptureWriteError extends Error {}
+
+export function captureKey(rec: CaptureRecord): string {
+  return keys.capture(rec.task_id, rec.session_id, rec.capture_id);
+}
+
+/** Encodes once, then puts with backoff. Resolves to the key written; throws CaptureWriteError. */
+export async function writeCapture(
+  store: ObjectStore,
+  rec: CaptureRecord,
+  opts: CaptureWriteOptions,
+): Promise<string> {
+  const key = captureKey(rec);
+  let bytes: Uint8Array;
+  try {
+    bytes = await encodeCapture(rec);
+  } catch (err) {
+    opts.log(`capture ${key}: could not encode the record: ${message(err)}`);
+    throw new CaptureWriteError(`capture could not be encoded: ${message(err)}`);
+  }
+  const attempts = Math.max(1, opts.attempts ?? 3);
+  const base = opts.baseDelayMs ?? 100;
+  for (let i = 1; ; i++) {
+    try {
+      await store.put(key, bytes, { contentType: "application/json", contentEncoding: "gzip" });
+      return key;
+    } catch (err) {
+      opts.log(`capture ${key}: write ${i}/${attempts} to ${store.url} failed: ${message(err)}`);
+      if (i >= attempts) {
+        throw new CaptureWriteError(
+          `the capture store ${store.url} failed ${attempts} times: ${message(err)}`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, base * 4 ** (i - 1)));
+    }
+  }
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,42 @@
+import { CodecError } from "./codecs/codec.ts";
+import type { Gateway } from "./deps.ts";
+import { providerError } from "./provider-error.ts";
+import { postJson } from "./upstream.ts";
+
+/** The upstream `/tokenize` body for a count request; throws CodecError for bad input. */
+export type TokenizeBodyBuilder = (body: unknown) => Record<string, unknown>;
+
+/**
+ * Token counts come from the upstream's own template and tokenizer (`/tokenize`), never an estimate:
+ * Claude Code's context accounting trusts `{input_tokens}`, and 0 or 404 would break it.
+ */
+export async function handleCountTokens(
+  g: Gateway,
+  provider: "anthropic" | "google",
+  body: unknown,
+  build: TokenizeBodyBuilder,
+): Promise<Response> {
+  const fail = (status: number, message: string) => providerError(g.codecs, provider, status, message);
+  let tokenizeBody: Record<string, unknown>;
+  try {
+    tokenizeBody = build(body);
+  } catch (err) {
+    if (err instanceof CodecError) return fail(err.status, err.message);
+    return fail(400, `the count request could not be read: ${(err as Error).message}`);
+  }
+  const r = await postJson(g.upstream, "/tokenize", tokenizeBody);
+  if (!r.ok) {
+    // A 404 here means the upstream has no /tokenize; the client must not read it as "unknown route".
+    const status = r.status === 404 ? 502 : r.status;
+    return fail(status, `token counting failed (upstream /tokenize): ${r.message}`);
+  }
+  const count =
+    typeof r.body.count === "number"
+      ? r.body.count
+      : Array.isArray(r.body.tokens)
+        ? r.body.tokens.length
+        : null;
+  if (count === null || count <= 0) return fail(502, "upstream /tokenize answered without a token count");
+  const answer = provider === "anthropic" ? { input_tokens: count } : { totalTokens: count };
+  return new Response(JSON.stringify(answer), { headers: { "content-type": "application/json" } });
+}

@@ -1,0 +1,97 @@
+import type { ChatRequest, ChatResponse } from "../chat/types.ts";
+
+export const ENGINES = ["vllm", "sglang"] as const;
+export type EngineName = (typeof ENGINES)[number];
+
+/** The upstream body with token data taken out: one object for the harness, one for the capture. */
+export interface EngineReading {
+  /** What the codec answers from: engine-only fields gone, logprobs only if the client asked. */
+  forClient: ChatResponse;
+  /** CaptureRecord.response: the token arrays and per-token logprobs live in their own fields. */
+  forCapture: Record<string, unknown>;
+  promptTokenIds: number[] | null;
+  responseTokenIds: number[] | null;
+  /** Aligned to responseTokenIds; null when missing or misaligned (never guessed). */
+  responseLogprobs: number[] | null;
+  /** Weight version the engine says produced the answer (SGLang), else null. */
+  policyVersion: string | null;
+}
+
+/** Adds the flags an engine needs to report token ids, and reads them back. Never re-tokenizes. */
+export interface EngineAdapter {
+  name: EngineName;
+  /** The body sent upstream: always non-streaming, with the engine's token flags. */
+  prepareRequest(chat: ChatRequest): ChatRequest;
+  /** `raw` is the parsed upstream body, already checked to have a `choices` array. */
+  readResponse(raw: Record<string, unknown>, clientAskedLogprobs: boolean): EngineReading;
+}
+
+/** Flags the client itself may send on Chat Completions that the proxy sets for the engine. */
+export function clientAskedLogprobs(chat: ChatRequest): boolean {
+  return chat.logprobs === true;
+}
+
+/** Fields common to both engines' request preparation. */
+export function baseUpstreamRequest(chat: ChatRequest): ChatRequest {
+  const body: ChatRequest = { ...chat, stream: false };
+  // vLLM rejects stream_options on a non-streaming call; the client's stream is synthesized anyway.
+  delete body.stream_options;
+  const top = typeof chat.top_logprobs === "number" && chat.logprobs === true ? chat.top_logprobs : 0;
+  body.logprobs = true;
+  body.top_logprobs = top;
+  return body;
+}
+
+export function isTokenIdArray(x: unknown): x is number[] {
+  if (!Array.isArray(x)) return false;
+  for (let i = 0; i < x.length; i++) {
+    const v = x[i];
+    if (typeof v !== "number" || !Number.isInteger(v) || v < 0) return false;
+  }
+  return true;
+}
+
+/** `choices[].logprobs.content[].logprob` as a flat array, or null when any entry lacks a number. */
+export function logprobsFromContent(logprobs: unknown): number[] | null {
+  if (!isObject(logprobs) || !Array.isArray(logprobs.content)) return null;
+  const content = logprobs.content;
+  const out = new Array<number>(content.length);
+  for (let i = 0; i < content.length; i++) {
+    const entry = content[i];
+    if (!isObject(entry) || typeof entry.logprob !== "number") return null;
+    out[i] = entry.logprob;
+  }
+  return out;
+}
+
+export function isObject(x: unknown): x is Record<string, unknown> {
+  return x !== null && typeof x === "object" && !Array.isArray(x);
+}
+
+/** Root fields no provider shape has: removed before the codec or the capture sees the body. */
+const ENGINE_ROOT_FIELDS = ["prompt_token_ids", "prompt_logprobs", "kv_transfer_params", "meta_info"];
+const ENGINE_CHOICE_FIELDS = ["token_ids", "prompt_token_ids", "meta_info", "hidden_states"];
+
+/** Shallow copies without engine fields: the big arrays are dropped by reference, never re-serialized. */
+export function stripEngineFields(
+  raw: Record<string, unknown>,
+  keepLogprobs: boolean,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...raw };
+  for (const f of ENGINE_ROOT_FIELDS) delete out[f];
+  const choices = Array.isArray(raw.choices) ? raw.choices : [];
+  out.choices = choices.map((c) => {
+    if (!isObject(c)) return c;
+    const copy: Record<string, unknown> = { ...c };
+    for (const f of ENGINE_CHOICE_FIELDS) delete copy[f];
+    if (!keepLogprobs) delete copy.logprobs;
+    return copy;
+  });
+  return out;
+}
+
+/** Logprobs are kept only when they line up one-to-one with the sampled ids. */
+export function alignedOrNull(ids: number[] | null, logprobs: number[] | null): number[] | null {
+  if (!ids || !logprobs || logprobs.length !== ids.length) return null;
+  return logprobs;
+}

@@ -1,0 +1,39 @@
+import type { ChatRequest, ChatResponse } from "../chat/types.ts";
+import {
+  alignedOrNull,
+  baseUpstreamRequest,
+  type EngineAdapter,
+  type EngineReading,
+  isObject,
+  isTokenIdArray,
+  logprobsFromContent,
+  stripEngineFields,
+} from "./engine.ts";
+
+/**
+ * vLLM (>= 0.10.2): `return_token_ids` puts `prompt_token_ids` at the root and `token_ids` on each
+ * choice; `logprobs` gives `choices[].logprobs.content[].logprob`. Sampling options that change exact
+ * tokens (`skip_special_tokens`, `include_stop_str_in_output`) keep vLLM's defaults: the ids are what
+ * was sampled either way, only the decoded text differs.
+ */
+export const vllmEngine: EngineAdapter = {
+  name: "vllm",
+  prepareRequest(chat: ChatRequest): ChatRequest {
+    const body = baseUpstreamRequest(chat);
+    body.return_token_ids = true;
+    return body;
+  },
+  readResponse(raw, clientAskedLogprobs): EngineReading {
+    const choice = Array.isArray(raw.choices) && isObject(raw.choices[0]) ? raw.choices[0] : {};
+    const promptTokenIds = isTokenIdArray(raw.prompt_token_ids) ? raw.prompt_token_ids : null;
+    const responseTokenIds = isTokenIdArray(choice.token_ids) ? choice.token_ids : null;
+    return {
+      forClient: stripEngineFields(raw, clientAskedLogprobs) as ChatResponse,
+      forCapture: stripEngineFields(raw, false),
+      promptTokenIds,
+      responseTokenIds,
+      responseLogprobs: alignedOrNull(responseTokenIds, logprobsFromContent(choice.logprobs)),
+      policyVersion: null,
+    };
+  },
+};

@@ -1,0 +1,152 @@
+import { newUlid } from "../shared/ids.ts";
+import type { Provider } from "../shared/schemas/capture.ts";
+import type { SessionIdentity } from "./auth.ts";
+import { buildCaptureRecord, type CaptureFacts, CaptureWriteError, writeCapture } from "./capture.ts";
+import { CodecError, type DecodedRequest, type ProviderCodec, type RequestContext } from "./codecs/codec.ts";
+import type { Gateway } from "./deps.ts";
+import { clientAskedLogprobs, type EngineReading, isObject } from "./engines/engine.ts";
+import { providerError } from "./provider-error.ts";
+import { postJson } from "./upstream.ts";
+
+export const POLICY_VERSION_HEADER = "x-polar-policy-version";
+export const CAPTURE_ID_HEADER = "x-polar-capture-id";
+
+export interface GenerateCall {
+  provider: Provider;
+  codec: ProviderCodec;
+  identity: SessionIdentity;
+  body: unknown;
+  ctx: RequestContext;
+  headers: Headers;
+  startedAt: number;
+}
+
+/**
+ * One model call: decode, ask the engine (never streaming), store the capture, then answer in the
+ * client's shape. The capture is written before any byte of the answer, so a stream the client
+ * sees complete always has its capture; if the store fails the client gets a 5xx and retries.
+ */
+export async function handleGenerate(g: Gateway, call: GenerateCall): Promise<Response> {
+  const { provider, codec } = call;
+  const fail = (status: number, message: string) => providerError(g.codecs, provider, status, message);
+
+  const decodedOrError = await decode(g, call);
+  if (decodedOrError instanceof Response) return decodedOrError;
+  const decoded = decodedOrError;
+
+  const captureId = newUlid(call.startedAt);
+  const chatRequest = g.engine.prepareRequest(decoded.chat);
+  const upstream = await postJson(g.upstream, "/v1/chat/completions", chatRequest);
+  const facts: CaptureFacts = {
+    captureId,
+    identity: call.identity,
+    provider,
+    path: call.ctx.path,
+    stream: decoded.stream,
+    modelRequested: decoded.model ?? null,
+    request: call.body,
+    chatRequest,
+    startedAt: call.startedAt,
+    endedAt: g.clock(),
+    reading: null,
+    policyVersion: call.headers.get(POLICY_VERSION_HEADER) ?? g.policyVersion.get(),
+    error: null,
+  };
+
+  if (!upstream.ok) {
+    facts.error = { status: upstream.status, message: upstream.message };
+    return (await store(g, facts)) ?? withCaptureId(fail(upstream.status, upstream.message), captureId);
+  }
+  const shapeProblem = notAChatCompletion(upstream.body);
+  if (shapeProblem) {
+    facts.error = { status: 502, message: shapeProblem };
+    return (await store(g, facts)) ?? withCaptureId(fail(502, shapeProblem), captureId);
+  }
+
+  const reading: EngineReading = g.engine.readResponse(upstream.body, clientAskedLogprobs(decoded.chat));
+  facts.reading = reading;
+  if (reading.policyVersion !== null) facts.policyVersion = reading.policyVersion;
+
+  const encodeCtx = { decoded, now: Math.floor(call.startedAt / 1000) };
+  let answer: Response;
+  try {
+    answer = decoded.stream
+      ? sseResponse(codec.encodeStream(reading.forClient, encodeCtx))
+      : jsonResponse(codec.encodeResponse(reading.forClient, encodeCtx));
+  } catch (err) {
+    // A codec bug on a valid upstream answer: the tokens are still captured, the client gets a 500.
+    const message = `could not translate the upstream answer to ${provider}: ${(err as Error).message}`;
+    g.log(message);
+    facts.error = { status: 500, message };
+    return (await store(g, facts)) ?? withCaptureId(fail(500, message), captureId);
+  }
+  return (await store(g, facts)) ?? withCaptureId(answer, captureId);
+}
+
+/** Decodes with the upstream context length once it is known; the first call fetches it only for valid input. */
+async function decode(g: Gateway, call: GenerateCall): Promise<DecodedRequest | Response> {
+  const fail = (status: number, message: string) => providerError(g.codecs, call.provider, status, message);
+  const cached = g.models.cachedMaxModelLen();
+  try {
+    const first = call.codec.decodeRequest(call.body, { ...call.ctx, maxModelLen: cached.value });
+    const n = first.chat.n;
+    if (typeof n === "number" && n > 1) {
+      return fail(
+        400,
+        `n=${n} is not supported: the proxy captures one sample per call; send n=1 and make ${n} calls`,
+      );
+    }
+    if (cached.known) return first;
+    // Only now, with input known to be valid, may the proxy talk to the upstream.
+    const maxModelLen = await g.models.maxModelLen();
+    return maxModelLen === undefined
+      ? first
+      : call.codec.decodeRequest(call.body, { ...call.ctx, maxModelLen });
+  } catch (err) {
+    if (err instanceof CodecError) return fail(err.status, err.message);
+    g.log(`${call.provider} codec threw on a request: ${(err as Error).stack ?? err}`);
+    return fail(400, `the request could not be read as ${call.provider}: ${(err as Error).message}`);
+  }
+}
+
+/** Null when the capture is stored; else the 503 the client must get. */
+async function store(g: Gateway, facts: CaptureFacts): Promise<Response | null> {
+  try {
+    await writeCapture(g.store, buildCaptureRecord(facts), { ...g.captureRetry, log: g.log });
+    return null;
+  } catch (err) {
+    const why = err instanceof CaptureWriteError ? err.message : String(err);
+    g.log(`capture lost for session ${facts.identity.sessionId}: ${why}`);
+    return providerError(
+      g.codecs,
+      facts.provider,
+      503,
+      `the proxy could not store this call's capture, so it is not answered (retry): ${why}`,
+    );
+  }
+}
+
+function notAChatCompletion(body: Record<string, unknown>): string | null {
+  const choices = body.choices;
+  if (!Array.isArray(choices) || choices.length === 0) return "upstream answer has no choices[]";
+  const first = choices[0];
+  if (!isObject(first) || !isObject(first.message))
+    return "upstream answer's choices[0].message is not an object";
+  return null;
+}
+
+function jsonResponse(body: unknown): Response {
+  return new Response(JSON.stringify(body), { status: 200, headers: { "content-type": "application/json" } });
+}
+
+function sseResponse(frames: string[]): Response {
+  return new Response(frames.join(""), {
+    status: 200,
+    headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" },
+  });
+}
+
+function withCaptureId(res: Response, captureId: string): Response {
+  res.headers.set(CAPTURE_ID_HEADER, captureId);
+  return res;
+}

@@ -1,0 +1,76 @@
+import type { AddressInfo } from "node:net";
+import { serve } from "@hono/node-server";
+import type { Hono } from "hono";
+import { Agent, fetch as undiciFetch } from "undici";
+import { openStore } from "../shared/node/open-store.ts";
+import type { ObjectStore } from "../shared/store/object-store.ts";
+import { createProxyApp } from "./app.ts";
+import type { ProxyDeps } from "./deps.ts";
+
+export interface NodeProxyOptions extends Omit<ProxyDeps, "upstream" | "store"> {
+  /** Inference server root, e.g. `http://127.0.0.1:8000`. */
+  upstreamUrl: string;
+  upstreamTimeoutMs?: number;
+  /** Max pooled connections per upstream origin. Default 256. */
+  upstreamConnections?: number;
+  /** A store, or a spec for `openStore`: a directory, `file:///abs` or `s3://bucket/prefix`. */
+  store: ObjectStore | string;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Default 8787; 0 picks a free port. */
+  port?: number;
+}
+
+export interface RunningProxy {
+  url: string;
+  port: number;
+  app: Hono;
+  store: ObjectStore;
+  close(): Promise<void>;
+}
+
+/** The gateway on Node: @hono/node-server in front, a keep-alive undici pool behind. */
+export async function startNodeProxy(opts: NodeProxyOptions): Promise<RunningProxy> {
+  const {
+    upstreamUrl,
+    upstreamTimeoutMs,
+    upstreamConnections,
+    host = "127.0.0.1",
+    port = 8787,
+    ...rest
+  } = opts;
+  const store = typeof opts.store === "string" ? openStore(opts.store) : opts.store;
+  // Timeouts are enforced per call by the app (AbortSignal), so the pool must not cut long generations.
+  const agent = new Agent({
+    connections: upstreamConnections ?? 256,
+    keepAliveTimeout: 30_000,
+    headersTimeout: 0,
+    bodyTimeout: 0,
+  });
+  const pooledFetch = ((input: string | URL | Request, init?: RequestInit) =>
+    undiciFetch(input as string, { ...(init as object), dispatcher: agent })) as unknown as typeof fetch;
+  const app = createProxyApp({
+    ...rest,
+    store,
+    upstream: { baseUrl: upstreamUrl, fetch: pooledFetch, timeoutMs: upstreamTimeoutMs },
+  });
+  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
+    const s = serve({ fetch: app.fetch, hostname: host, port }, () => resolve(s));
+    s.once("error", reject);
+  });
+  const address = server.address() as AddressInfo;
+  const shownHost = host.includes(":") ? `[${host}]` : host;
+  return {
+    url: `http://${shownHost}:${address.port}`,
+    port: address.port,
+    app,
+    store,
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+      });
+      await agent.close();
+    },
+  };
+}

@@ -1,0 +1,23 @@
+import { BodyTooLargeError, readBodyLimited } from "./limits.ts";
+
+export type BodyResult = { ok: true; json: unknown } | { ok: false; status: number; message: string };
+
+const decoder = new TextDecoder("utf-8", { fatal: true });
+
+/** The request body as JSON, or the 400/413 the client gets instead. Never throws. */
+export async function readJsonBody(request: Request, maxBytes: number): Promise<BodyResult> {
+  let bytes: Uint8Array;
+  try {
+    bytes = await readBodyLimited(request, maxBytes);
+  } catch (err) {
+    if (err instanceof BodyTooLargeError) return { ok: false, status: 413, message: err.message };
+    return { ok: false, status: 400, message: `could not read the request body: ${(err as Error).message}` };
+  }
+  if (bytes.byteLength === 0)
+    return { ok: false, status: 400, message: "request body is empty; expected a JSON object" };
+  try {
+    return { ok: true, json: JSON.parse(decoder.decode(bytes)) };
+  } catch (err) {
+    return { ok: false, status: 400, message: `request body is not valid JSON: ${(err as Error).message}` };
+  }
+}

@@ -1,0 +1,91 @@
+/** The inference server behind the proxy, reached over a fetch the host injects (pooled on Node). */
+export interface Upstream {
+  /** e.g. `http://127.0.0.1:8000` (a trailing `/v1` is accepted and ignored). */
+  baseUrl: string;
+  fetch: typeof fetch;
+  /** Per-call deadline; a generation that outlives it is answered 504. Default 10 minutes. */
+  timeoutMs?: number;
+}
+
+export const DEFAULT_UPSTREAM_TIMEOUT_MS = 600_000;
+
+export type UpstreamResult =
+  | { ok: true; status: number; body: Record<string, unknown> }
+  | { ok: false; status: number; message: string };
+
+/** Root of the server: vLLM serves `/tokenize` there, and Chat Completions under `/v1`. */
+export function upstreamRoot(baseUrl: string): string {
+  return baseUrl.replace(/\/+$/, "").replace(/\/v1$/, "");
+}
+
+export function postJson(up: Upstream, path: string, body: unknown): Promise<UpstreamResult> {
+  return call(up, path, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json" },
+    body: JSON.stringify(body),
+  });
+}
+
+export function getJson(up: Upstream, path: string): Promise<UpstreamResult> {
+  return call(up, path, { method: "GET", headers: { accept: "application/json" } });
+}
+
+async function call(up: Upstream, path: string, init: RequestInit): Promise<UpstreamResult> {
+  const url = upstreamRoot(up.baseUrl) + path;
+  const timeoutMs = up.timeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS;
+  let res: Response;
+  let text: string;
+  try {
+    res = await up.fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+    // One read of the body: the ~125 KB answer with 12k prompt ids is parsed exactly once below.
+    text = await res.text();
+  } catch (err) {
+    const timedOut = err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError");
+    if (timedOut)
+      return { ok: false, status: 504, message: `upstream ${url} did not answer within ${timeoutMs} ms` };
+    return { ok: false, status: 502, message: `upstream ${url} unreachable: ${describe(err)}` };
+  }
+  if (!res.ok) {
+    return {
+      ok: false,
+      status: res.status,
+      message: `upstream answered ${res.status}: ${errorMessage(text)}`,
+    };
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return {
+      ok: false,
+      status: 502,
+      message: `upstream ${url} answered ${res.status} with a body that is not JSON`,
+    };
+  }
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+    return { ok: false, status: 502, message: `upstream ${url} answered with JSON that is not an object` };
+  }
+  return { ok: true, status: res.status, body: parsed as Record<string, unknown> };
+}
+
+/** The message inside an upstream error body (OpenAI, FastAPI or plain text), kept short. */
+function errorMessage(text: string): string {
+  try {
+    const j = JSON.parse(text) as Record<string, unknown>;
+    const e = j.error;
+    if (e && typeof e === "object" && typeof (e as Record<string, unknown>).message === "string") {
+      return (e as Record<string, string>).message;
+    }
+    if (typeof j.message === "string") return j.message;
+    if (typeof j.detail === "string") return j.detail;
+  } catch {
+    // not JSON: fall through to the raw text
+  }
+  return text.slice(0, 500) || "(empty body)";
+}
+
+function describe(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = (err as { cause?: unknown }).cause;
+  return cause instanceof Error ? `${err.message} (${cause.message})` : err.message;
+}

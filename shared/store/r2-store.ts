@@ -1,0 +1,99 @@
+import { compareBytes } from "./memory-store.ts";
+import type { ObjectStore, PutOptions } from "./object-store.ts";
+import { assertStoreKey } from "./store-key.ts";
+
+/**
+ * The part of a Workers R2 bucket binding this store uses. Declared here rather than imported
+ * from @cloudflare/workers-types, whose global declarations clash with the DOM lib that the
+ * Node typecheck uses; a real `R2Bucket` satisfies it structurally.
+ */
+export interface R2BucketLike {
+  put(
+    key: string,
+    value: ArrayBuffer | ArrayBufferView | string,
+    options?: {
+      onlyIf?: { etagDoesNotMatch?: string };
+      httpMetadata?: { contentType?: string; contentEncoding?: string };
+    },
+  ): Promise<unknown | null>;
+  get(key: string): Promise<{ arrayBuffer(): Promise<ArrayBuffer> } | null>;
+  list(options?: { prefix?: string; cursor?: string; limit?: number }): Promise<{
+    objects: Array<{ key: string }>;
+    truncated: boolean;
+    cursor?: string;
+  }>;
+  delete(keys: string | string[]): Promise<void>;
+}
+
+export interface R2StoreOptions {
+  bucket: R2BucketLike;
+  /** Folder inside the bucket; a trailing "/" is added if missing. */
+  prefix?: string;
+  /** For `url` only (the binding does not know its bucket's name). */
+  name?: string;
+  /** Keys per list call, 1..1000 (R2's maximum, the default). */
+  pageSize?: number;
+}
+
+/** ObjectStore over an R2 binding inside a Worker. putIfAbsent is atomic (a conditional put). */
+export class R2Store implements ObjectStore {
+  readonly capabilities = { atomicPutIfAbsent: true };
+  readonly url: string;
+  readonly prefix: string;
+  private readonly bucket: R2BucketLike;
+  private readonly pageSize: number;
+
+  constructor(opts: R2StoreOptions) {
+    this.bucket = opts.bucket;
+    const prefix = opts.prefix ?? "";
+    this.prefix = prefix === "" || prefix.endsWith("/") ? prefix : `${prefix}/`;
+    if (this.prefix !== "") assertStoreKey(this.prefix, "prefix");
+    this.url = `r2://${opts.name ?? "binding"}/${this.prefix}`;
+    this.pageSize = Math.min(1000, Math.max(1, Math.floor(opts.pageSize ?? 1000)));
+  }
+
+  async put(key: string, body: Uint8Array | string, opts?: PutOptions): Promise<void> {
+    await this.bucket.put(this.fullKey(key), body, { httpMetadata: metadata(opts) });
+  }
+
+  async putIfAbsent(key: string, body: Uint8Array | string, opts?: PutOptions): Promise<boolean> {
+    // R2 answers a failed precondition with null instead of an object.
+    const written = await this.bucket.put(this.fullKey(key), body, {
+      onlyIf: { etagDoesNotMatch: "*" },
+      httpMetadata: metadata(opts),
+    });
+    return written !== null;
+  }
+
+  async get(key: string): Promise<Uint8Array | null> {
+    const object = await this.bucket.get(this.fullKey(key));
+    return object ? new Uint8Array(await object.arrayBuffer()) : null;
+  }
+
+  async list(prefix: string): Promise<string[]> {
+    assertStoreKey(prefix, "prefix");
+    const keys: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.bucket.list({ prefix: this.prefix + prefix, cursor, limit: this.pageSize });
+      for (const object of page.objects) keys.push(object.key.slice(this.prefix.length));
+      cursor = page.truncated ? page.cursor : undefined;
+      if (page.truncated && !cursor)
+        throw new Error(`LIST ${this.url}${prefix}: truncated listing without a cursor`);
+    } while (cursor);
+    return keys.sort(compareBytes);
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.bucket.delete(this.fullKey(key));
+  }
+
+  private fullKey(key: string): string {
+    return this.prefix + assertStoreKey(key);
+  }
+}
+
+function metadata(opts?: PutOptions): { contentType?: string; contentEncoding?: string } | undefined {
+  if (!opts?.contentType && !opts?.contentEncoding) return undefined;
+  return { contentType: opts.contentType, contentEncoding: opts.contentEncoding };
+}

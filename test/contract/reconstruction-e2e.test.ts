@@ -1,0 +1,230 @@
+/**
+ * Multi-turn tool-using conversations driven with the official openai SDK through the real proxy
+ * in front of the dry-run policy (real Qwen3 template and tokenizer), reconstructed from the
+ * captures the proxy stored. What the Qwen3 template does to earlier turns decides the chains.
+ */
+import { parquetReadObjects } from "hyparquet";
+import OpenAI from "openai";
+import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadQwen3 } from "../../batch-runner/dry-run-policy/qwen3.ts";
+import { reconstructSession } from "../../batch-runner/reconstruction/build-session.ts";
+import { reconstructTask } from "../../batch-runner/reconstruction/reconstruct-task.ts";
+import { keys } from "../../shared/keys.ts";
+import type { Trace } from "../../shared/schemas/trajectory.ts";
+import { mintSessionToken } from "../../shared/session-token.ts";
+import { type PolicyServer, scriptMessage, startPolicy } from "../support/policy.ts";
+import { readCaptures, startProxy, type TestProxy } from "../support/proxy.ts";
+
+const KEY = "reconstruction-e2e-key";
+const TASK = "recon-e2e";
+const tools: ChatCompletionTool[] = [
+  {
+    type: "function",
+    function: {
+      name: "shell",
+      description: "Run a shell command",
+      parameters: { type: "object", properties: { command: { type: "string" } }, required: ["command"] },
+    },
+  },
+];
+const STEPS = [
+  "shell: ls",
+  "think: the listing shows a.txt",
+  "shell: cat a.txt",
+  "think: all done",
+  "say: Done.",
+];
+const builder = { strategy: "prefix_merging" as const, config: {} };
+
+let policy: PolicyServer;
+let proxy: TestProxy;
+beforeAll(async () => {
+  policy = await startPolicy();
+  proxy = await startProxy({ upstream: policy.url, auth: { signingKey: KEY } });
+});
+afterAll(async () => {
+  await proxy?.close();
+  await policy?.close();
+});
+
+interface Agent {
+  /** Sends the conversation; appends the assistant's answer and tool results the way a harness does. Returns false when done. */
+  step(): Promise<boolean>;
+}
+
+async function agent(
+  sessionId: string,
+  opts: { system: string; thinking: boolean; passReasoning: boolean; stream?: boolean },
+): Promise<Agent> {
+  const token = await mintSessionToken({ sessionId, taskId: TASK }, KEY);
+  const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: token, maxRetries: 0 });
+  const messages: (ChatCompletionMessageParam & { reasoning_content?: string })[] = [
+    { role: "system", content: opts.system },
+    { role: "user", content: scriptMessage(STEPS) },
+  ];
+  return {
+    async step() {
+      const params = {
+        model: "qwen3",
+        messages,
+        tools,
+        chat_template_kwargs: { enable_thinking: opts.thinking },
+      };
+      const res = await client.chat.completions.create(
+        params as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming,
+      );
+      const msg = res.choices[0].message as OpenAI.Chat.ChatCompletionMessage & { reasoning?: string };
+      messages.push({
+        role: "assistant",
+        content: msg.content,
+        ...(msg.tool_calls ? { tool_calls: msg.tool_calls } : {}),
+        ...(opts.passReasoning && msg.reasoning ? { reasoning_content: msg.reasoning } : {}),
+      });
+      for (const call of msg.tool_calls ?? []) {
+        if (call.type !== "function") continue;
+        messages.push({
+          role: "tool",
+          tool_call_id: call.id,
+          content: `ran ${call.function.arguments}: a.txt`,
+        });
+      }
+      return (msg.tool_calls?.length ?? 0) > 0;
+    },
+  };
+}
+
+async function runToEnd(a: Agent): Promise<void> {
+  for (let i = 0; i < 10 && (await a.step()); i++);
+}
+
+/** The trainable spans of a trace, decoded. */
+function trainableTexts(t: Trace): string[] {
+  const q = loadQwen3();
+  const spans: string[] = [];
+  let start = -1;
+  for (let i = 0; i <= t.loss_mask.length; i++) {
+    const on = i < t.loss_mask.length && t.loss_mask[i] === 1;
+    if (on && start < 0) start = i;
+    if (!on && start >= 0) {
+      spans.push(q.decode(t.response_ids.slice(start, i), { skipSpecialTokens: false }));
+      start = -1;
+    }
+  }
+  return spans;
+}
+
+describe("reconstruction of real proxy captures", () => {
+  it("merges a thinking tool loop whose reasoning the harness sends back into one trace", async () => {
+    await runToEnd(
+      await agent("think-kept", { system: "You are an agent.", thinking: true, passReasoning: true }),
+    );
+    const captures = await readCaptures(proxy.store, TASK, "think-kept");
+    expect(captures).toHaveLength(3);
+    const { trajectory } = await reconstructSession({
+      store: proxy.store,
+      task: { task_id: TASK, builder },
+      sessionId: "think-kept",
+    });
+    expect(trajectory.reconstruction_stats).toMatchObject({ captures: 3, chains: 1, prefix_breaks: 0 });
+    const [t] = trajectory.traces;
+    expect(t.capture_ids).toEqual(captures.map((c) => c.capture_id));
+    // The policy's sampled ids end with <|im_end|>: trainable once, repeated (not doubled) by the next prompt.
+    expect(t.metadata.end_of_turn).toEqual({ sampled: 2, template: 0, none: 0 });
+    const last = captures[2];
+    expect([...t.prompt_ids, ...t.response_ids]).toEqual([
+      ...(last.prompt_token_ids ?? []),
+      ...(last.response_token_ids ?? []),
+    ]);
+    const spans = trainableTexts(t);
+    expect(spans).toHaveLength(3);
+    expect(spans[0]).toContain('"command": "ls"');
+    expect(spans[1]).toContain("the listing shows a.txt");
+    expect(spans[2]).toMatch(/all done[\s\S]*Done\.<\|im_end\|>$/);
+    expect(t.response_logprobs).not.toBeNull();
+  });
+
+  it("breaks the chain where the harness drops reasoning (the template re-renders the turn without it)", async () => {
+    await runToEnd(
+      await agent("think-dropped", { system: "You are an agent.", thinking: true, passReasoning: false }),
+    );
+    const { trajectory } = await reconstructSession({
+      store: proxy.store,
+      task: { task_id: TASK, builder },
+      sessionId: "think-dropped",
+    });
+    // Turn 1 has no reasoning, so turn 2's prompt extends it; turn 2's reasoning is gone from turn 3's prompt.
+    expect(trajectory.traces.map((t) => t.capture_ids.length)).toEqual([2, 1]);
+    expect(trajectory.reconstruction_stats).toMatchObject({ chains: 2, prefix_breaks: 1 });
+  });
+
+  it("gives one trace per turn with enable_thinking off (the generation prompt's empty think block is not re-rendered)", async () => {
+    await runToEnd(
+      await agent("no-think", { system: "You are an agent.", thinking: false, passReasoning: false }),
+    );
+    const { trajectory } = await reconstructSession({
+      store: proxy.store,
+      task: { task_id: TASK, builder },
+      sessionId: "no-think",
+    });
+    expect(trajectory.reconstruction_stats).toMatchObject({ captures: 3, chains: 3, prefix_breaks: 2 });
+    const q = loadQwen3();
+    expect(q.decode(trajectory.traces[0].prompt_ids.slice(-6), { skipSpecialTokens: false })).toContain(
+      "<think>\n\n</think>\n\n",
+    );
+  });
+
+  it("keeps two interleaved sub-agents of one session apart", async () => {
+    const main = await agent("sub-agents", {
+      system: "You are the main agent.",
+      thinking: true,
+      passReasoning: true,
+    });
+    const sub = await agent("sub-agents", {
+      system: "You are a sub-agent.",
+      thinking: true,
+      passReasoning: true,
+    });
+    let more = [true, true];
+    while (more[0] || more[1]) more = [more[0] && (await main.step()), more[1] && (await sub.step())];
+    const { trajectory } = await reconstructSession({
+      store: proxy.store,
+      task: { task_id: TASK, builder },
+      sessionId: "sub-agents",
+    });
+    expect(trajectory.reconstruction_stats).toMatchObject({ captures: 6, chains: 2, prefix_breaks: 0 });
+    const captures = await readCaptures(proxy.store, TASK, "sub-agents");
+    const ids = captures.map((c) => c.capture_id);
+    expect(trajectory.traces.map((t) => t.capture_ids)).toEqual([
+      [ids[0], ids[2], ids[4]],
+      [ids[1], ids[3], ids[5]],
+    ]);
+  });
+
+  it("writes results and a shard for these hosted sessions with the reconstruct path", async () => {
+    const out = await reconstructTask({ store: proxy.store, taskId: TASK });
+    expect(out.results.map((r) => [r.session_id, r.status, r.trajectory.traces.length])).toEqual([
+      ["no-think", "COMPLETED", 3],
+      ["sub-agents", "COMPLETED", 2],
+      ["think-dropped", "COMPLETED", 2],
+      ["think-kept", "COMPLETED", 1],
+    ]);
+    expect(out.shard).toMatchObject({ key: keys.shard(TASK), rows: 8, sessions: 4 });
+    const bytes = (await proxy.store.get(keys.shard(TASK))) as Uint8Array;
+    const rows = await parquetReadObjects({
+      file: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer,
+    });
+    expect(rows.map((r) => [r.sample_index, r.trace_index])).toEqual([
+      [0, 0],
+      [0, 1],
+      [0, 2],
+      [1, 0],
+      [1, 1],
+      [2, 0],
+      [2, 1],
+      [3, 0],
+    ]);
+    const kept = rows.find((r) => r.session_id === "think-kept");
+    expect(kept?.response_ids).toEqual(out.results[3].trajectory.traces[0].response_ids);
+  });
+});

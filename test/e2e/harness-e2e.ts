@@ -1,0 +1,201 @@
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CLI_PRESETS, type CliHarnessName } from "../../batch-runner/harness/cli-presets.ts";
+import { defaultCacheDir, installHarness } from "../../batch-runner/harness/install.ts";
+import { loadCaptures } from "../../batch-runner/reconstruction/load-captures.ts";
+import { keys } from "../../shared/keys.ts";
+import { DirectoryStore } from "../../shared/node/directory-store.ts";
+import type { CaptureRecord } from "../../shared/schemas/capture.ts";
+import { SessionResult } from "../../shared/schemas/trajectory.ts";
+import { auditStrace, connectsOtherThan, externalConnects, type StraceAudit } from "./strace-connects.ts";
+
+/*
+ * One end-to-end test per harness: the real CLI (pinned, installed into the shared harness
+ * cache by the setup) runs a scripted task through `polar run` with the dry-run policy. The
+ * whole `polar run` runs under strace, so every connect() of the harness is on record.
+ */
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const POLAR = join(ROOT, "bin", "polar.js");
+const EVALUATOR = join(ROOT, "test", "e2e", "hello-file-evaluator.ts");
+
+export const INSTRUCTION = [
+  "Create hello.txt containing hi, read it back, then answer.",
+  "```polar-script",
+  "shell: echo hi > hello.txt",
+  "shell: cat hello.txt",
+  "say: Done.",
+  "```",
+].join("\n");
+
+const straceVersion = spawnSync("strace", ["-V"], { encoding: "utf8" });
+const HAVE_STRACE = straceVersion.status === 0;
+
+interface RunOutput {
+  exitCode: number | null;
+  stderr: string;
+  result: SessionResult;
+  captures: CaptureRecord[];
+  audit: StraceAudit | null;
+  proxyPort: number;
+}
+
+function portOf(stderr: string, label: string): number {
+  const match = new RegExp(`${label} at http://127\\.0\\.0\\.1:(\\d+)`).exec(stderr);
+  if (!match) throw new Error(`polar run did not print "${label} at ...":\n${stderr}`);
+  return Number(match[1]);
+}
+
+function runPolar(argv: string[], timeoutMs: number): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(argv[0] as string, argv.slice(1), {
+      cwd: ROOT,
+      env: process.env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stdout.on("data", (chunk) => {
+      stderr += chunk;
+    });
+    child.stderr.on("data", (chunk) => {
+      stderr += chunk;
+    });
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.on("error", reject);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolvePromise({ code, stderr });
+    });
+  });
+}
+
+export function describeHarnessE2E(name: CliHarnessName): void {
+  const preset = CLI_PRESETS[name];
+  const taskId = `e2e-${name.replaceAll("_", "-")}`;
+
+  describe(`${name} (${preset.npmPackage}@${preset.version}) through polar run`, () => {
+    let dir: string;
+    let out: RunOutput;
+
+    beforeAll(async () => {
+      // Shared with the runner's INIT (same default cache), so `polar run` finds it installed.
+      await installHarness(preset, { log: (line) => console.log(`[${name}] ${line}`) });
+      dir = await mkdtemp(join(tmpdir(), `harness-e2e-${name}-`));
+      const task = {
+        task_id: taskId,
+        instruction: INSTRUCTION,
+        timeout_seconds: 90,
+        agent: { harness: name, settings: { max_retries: 0 } },
+        builder: { strategy: "prefix_merging" },
+        evaluator: {
+          strategy: EVALUATOR,
+          config: { file: "hello.txt", expect: "hi", artifacts: preset.artifacts },
+        },
+      };
+      const tasksFile = join(dir, "tasks.jsonl");
+      await writeFile(tasksFile, `${JSON.stringify(task)}\n`);
+      const traceFile = join(dir, "strace.txt");
+      const polar = [process.execPath, POLAR, "run", tasksFile, "--out", join(dir, "out")];
+      const argv = HAVE_STRACE
+        ? [
+            "strace",
+            "-f",
+            "-qq",
+            "-e",
+            "trace=connect,execve,clone,clone3,fork,vfork",
+            "-o",
+            traceFile,
+            ...polar,
+          ]
+        : polar;
+      if (!HAVE_STRACE) console.log(`[${name}] strace not found: the network audit is skipped`);
+      const run = await runPolar(argv, 150_000);
+
+      const store = new DirectoryStore(join(dir, "out", "store"));
+      const listed = await store.list(keys.resultsOfTask(taskId));
+      const key = listed[0];
+      if (!key) throw new Error(`polar run wrote no result (exit ${run.code}):\n${run.stderr}`);
+      const result = SessionResult.parse(
+        JSON.parse(new TextDecoder().decode((await store.get(key)) ?? new Uint8Array())),
+      );
+      const loaded = await loadCaptures(store, taskId, result.session_id);
+      const audit = HAVE_STRACE
+        ? auditStrace(await readFile(traceFile, "utf8"), join(defaultCacheDir(), `${name}@${preset.version}`))
+        : null;
+      out = {
+        exitCode: run.code,
+        stderr: run.stderr,
+        result,
+        captures: loaded.captures,
+        audit,
+        proxyPort: portOf(run.stderr, "proxy"),
+      };
+    }, 300_000);
+
+    afterAll(async () => {
+      if (dir) await rm(dir, { recursive: true, force: true });
+    });
+
+    it("exits cleanly and answers Done.", () => {
+      expect(out.exitCode, out.stderr).toBe(0);
+      expect(out.result.status, out.result.error ?? "").toBe("COMPLETED");
+      expect(out.result.agent).toEqual({ exit_code: 0, timed_out: false, final_answer: "Done." });
+    });
+
+    it("leaves the file its shell commands wrote in the work dir", () => {
+      expect(out.result.evaluation?.metadata).toMatchObject({ file: "hello.txt", content: "hi\n" });
+      expect(out.result.reward).toBe(1);
+    });
+
+    it("keeps the harness's artifacts until POSTRUN", () => {
+      const metadata = (out.result.evaluation?.metadata ?? {}) as { artifacts_present?: string[] };
+      const present = metadata.artifacts_present;
+      // Pi runs with --no-session and has none; every other preset's artifact list must be real.
+      if (preset.artifacts.length > 0) expect(present?.length ?? 0).toBeGreaterThan(0);
+      else expect(present).toEqual([]);
+    });
+
+    it(`captures speak the harness's provider API (${preset.provider})`, () => {
+      // Three scripted turns: two shell calls and the answer.
+      expect(out.captures.length).toBeGreaterThanOrEqual(3);
+      for (const capture of out.captures) {
+        expect(capture.provider).toBe(preset.provider);
+        expect(capture.error).toBeNull();
+        expect(capture.response_token_ids?.length ?? 0).toBeGreaterThan(0);
+      }
+    });
+
+    it("reconstructs traces whose trainable tokens are exactly what the policy sampled", () => {
+      const traces = out.result.trajectory.traces;
+      expect(traces.length).toBeGreaterThanOrEqual(1);
+      const byId = new Map(out.captures.map((c) => [c.capture_id, c]));
+      const used: string[] = [];
+      for (const trace of traces) {
+        const trainable = trace.response_ids.filter((_, i) => trace.loss_mask[i] === 1);
+        const sampled = trace.capture_ids.flatMap((id) => byId.get(id)?.response_token_ids ?? []);
+        expect(trainable).toEqual(sampled);
+        used.push(...trace.capture_ids);
+      }
+      // Every capture is in exactly one trace, and the scripted turns merged into one chain.
+      expect(used.sort()).toEqual(out.captures.map((c) => c.capture_id).sort());
+      expect(Math.max(...traces.map((t) => t.capture_ids.length))).toBeGreaterThanOrEqual(3);
+    });
+
+    it.skipIf(!HAVE_STRACE)("connects to nothing but the proxy", () => {
+      const audit = out.audit as StraceAudit;
+      // The audit saw the harness start, so an empty connect list means something.
+      expect(audit.harnessPids.size).toBeGreaterThan(0);
+      expect(connectsOtherThan(audit.connects, audit.harnessPids, out.proxyPort)).toEqual([]);
+      const harnessToProxy = audit.connects.filter(
+        (c) => audit.harnessPids.has(c.pid) && c.port === out.proxyPort,
+      );
+      expect(harnessToProxy.length).toBeGreaterThan(0);
+      // Nothing in the whole run (proxy, runner, policy) left the machine either.
+      expect(externalConnects(audit.connects)).toEqual([]);
+    });
+  });
+}

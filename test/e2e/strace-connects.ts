@@ -1,0 +1,92 @@
+/*
+ * Reads `strace -f -e trace=connect,execve,clone,clone3,fork,vfork` output of a whole
+ * `polar run`. Every connect() a process makes is one line (DNS lookups included: they connect
+ * to the resolver), so "the harness talked only to the proxy" is checkable even when an
+ * attempt fails for want of a route out. clone/execve lines give the process tree, so the
+ * harness's own connects are told apart from polar's (the proxy connects to the policy).
+ */
+
+export interface ConnectCall {
+  pid: number;
+  family: string;
+  /** IP address, or the socket path for AF_UNIX. */
+  address: string;
+  port: number | null;
+  line: string;
+}
+
+export interface StraceAudit {
+  connects: ConnectCall[];
+  /** pids (and thread ids) of every process started from an executable under `harnessRoot`. */
+  harnessPids: Set<number>;
+}
+
+const PID = /^(\d+) /;
+const FAMILY = /sa_family=(AF_[A-Z0-9]+)/;
+const PORT = /sin6?_port=htons\((\d+)\)/;
+const V4 = /inet_addr\("([^"]+)"\)/;
+const V6 = /inet_pton\(AF_INET6, "([^"]+)"/;
+const UNIX = /sun_path=(@?"[^"]*"|@[^,}]*)/;
+/** `clone(...) = 123` or, split by another thread, `<... clone3 resumed>...) = 123`. */
+const SPAWN = /(?:\b(?:clone3?|v?fork)\(|<\.\.\. (?:clone3?|v?fork) resumed>).*= (\d+)$/;
+const EXECVE = /\bexecve\("([^"]+)"/;
+
+export function auditStrace(text: string, harnessRoot: string): StraceAudit {
+  const connects: ConnectCall[] = [];
+  const children = new Map<number, number[]>();
+  const roots: number[] = [];
+  for (const line of text.split("\n")) {
+    const pid = Number(PID.exec(line)?.[1] ?? Number.NaN);
+    if (!Number.isInteger(pid)) continue;
+    const spawned = SPAWN.exec(line);
+    if (spawned) {
+      const list = children.get(pid) ?? [];
+      list.push(Number(spawned[1]));
+      children.set(pid, list);
+      continue;
+    }
+    const exec = EXECVE.exec(line);
+    if (exec) {
+      // Only a successful exec turns the process into the harness.
+      if (exec[1]?.startsWith(harnessRoot) && / = 0$/.test(line)) roots.push(pid);
+      continue;
+    }
+    if (!line.includes("connect(")) continue;
+    const family = FAMILY.exec(line)?.[1];
+    if (!family) continue;
+    const port = PORT.exec(line)?.[1];
+    const address = V4.exec(line)?.[1] ?? V6.exec(line)?.[1] ?? UNIX.exec(line)?.[1] ?? "";
+    connects.push({ pid, family, address, port: port ? Number(port) : null, line });
+  }
+  const harnessPids = new Set<number>();
+  const stack = [...roots];
+  while (stack.length > 0) {
+    const pid = stack.pop() as number;
+    if (harnessPids.has(pid)) continue;
+    harnessPids.add(pid);
+    stack.push(...(children.get(pid) ?? []));
+  }
+  return { connects, harnessPids };
+}
+
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
+
+function isIp(call: ConnectCall): boolean {
+  return call.family === "AF_INET" || call.family === "AF_INET6";
+}
+
+/** IP connects that leave the machine (anything not loopback); Unix sockets stay local. */
+export function externalConnects(calls: readonly ConnectCall[]): ConnectCall[] {
+  return calls.filter((c) => isIp(c) && !LOOPBACK.test(c.address));
+}
+
+/** IP connects from `pids` to anything but loopback `allowedPort` (the proxy). */
+export function connectsOtherThan(
+  calls: readonly ConnectCall[],
+  pids: ReadonlySet<number>,
+  allowedPort: number,
+): ConnectCall[] {
+  return calls.filter(
+    (c) => pids.has(c.pid) && isIp(c) && !(LOOPBACK.test(c.address) && c.port === allowedPort),
+  );
+}

@@ -1,0 +1,109 @@
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bwrapRuntimeFactory } from "../../batch-runner/runtime/bwrap.ts";
+import type { Runtime } from "../../batch-runner/runtime/runtime.ts";
+
+/** bwrap needs user namespaces; CI images without it skip with this reason. */
+function bwrapProblem(): string | null {
+  const probe = spawnSync("bwrap", ["--ro-bind", "/", "/", "--unshare-net", "true"], { encoding: "utf8" });
+  if (probe.error) return `bwrap is not installed (${probe.error.message}); .ci/run installs bubblewrap`;
+  if (probe.status !== 0) return `bwrap cannot create namespaces here: ${probe.stderr.trim()}`;
+  return null;
+}
+const problem = bwrapProblem();
+if (problem) console.warn(`skipping bwrap runtime tests: ${problem}`);
+
+function listen(server: Server): Promise<string> {
+  return new Promise((resolve) =>
+    server.listen(0, "127.0.0.1", () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)),
+  );
+}
+
+const node = process.execPath;
+
+describe.skipIf(problem !== null)("bwrap runtime", () => {
+  let root: string;
+  let proxy: Server;
+  let other: Server;
+  let proxyUrl: string;
+  let otherUrl: string;
+  let rt: Runtime;
+
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), "polar-bwrap-"));
+    proxy = createServer((req, res) => res.end(`proxy-ok ${req.method} ${req.url}`));
+    other = createServer((_req, res) => res.end("should-not-be-reached"));
+    proxyUrl = await listen(proxy);
+    otherUrl = await listen(other);
+    rt = await bwrapRuntimeFactory({ sessionsRoot: join(root, "sessions") }).create({
+      sessionId: "sandboxed",
+      env: {},
+      limits: {},
+      proxyUrl,
+    });
+  });
+
+  afterAll(async () => {
+    await rt?.stop();
+    proxy?.closeAllConnections();
+    other?.closeAllConnections();
+    await new Promise((r) => proxy.close(r));
+    await new Promise((r) => other.close(r));
+    await rm(root, { recursive: true, force: true });
+  });
+
+  const fetchScript = (url: string) =>
+    `fetch(${JSON.stringify(url)}).then(r => r.text()).then(t => console.log("OK " + t), e => console.log("FAIL " + (e.cause?.code ?? e.message)))`;
+
+  it("reaches the proxy through the Unix-socket bridge at its in-sandbox URL", async () => {
+    expect(rt.proxyUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(rt.proxyUrl).not.toBe(proxyUrl);
+    const res = await rt.exec([node, "-e", fetchScript(`${rt.proxyUrl}/v1/models`)]);
+    expect(res.stderr).toBe("");
+    expect(res.stdout.trim()).toBe("OK proxy-ok GET /v1/models");
+  });
+
+  it("blocks every other network destination, even the host's own loopback", async () => {
+    const direct = await rt.exec([node, "-e", fetchScript(otherUrl)]);
+    expect(direct.stdout.trim()).toMatch(/^FAIL /);
+    // The proxy's real host address is not reachable either: only the bridge is.
+    const proxyDirect = await rt.exec([node, "-e", fetchScript(proxyUrl)]);
+    expect(proxyDirect.stdout.trim()).toMatch(/^FAIL /);
+  });
+
+  it("lets the agent write its work dir and home, and nothing else on the host", async () => {
+    // The checkout is writable on the host, read-only in the sandbox.
+    const outside = join(process.cwd(), `.bwrap-escape-${process.pid}.txt`);
+    // Under /tmp the write lands in the sandbox's private tmpfs, never on the host.
+    const hostTmp = join(root, "escaped.txt");
+    const script = [
+      "echo w > work.txt",
+      'echo h > "$HOME/home.txt"',
+      `echo x > ${outside} 2>/dev/null && echo ESCAPED-ROOT`,
+      `echo x > ${hostTmp}`,
+      "echo x > /etc/polar-escape 2>/dev/null && echo ESCAPED-ETC",
+      "echo t > /tmp/scratch.txt && echo TMP-OK",
+    ].join("; ");
+    const res = await rt.exec(["sh", "-c", script]);
+    expect(res.stdout).not.toContain("ESCAPED");
+    expect(res.stdout).toContain("TMP-OK");
+    expect(await readFile(join(rt.workDir, "work.txt"), "utf8")).toBe("w\n");
+    expect(await readFile(join(rt.homeDir, "home.txt"), "utf8")).toBe("h\n");
+    expect(existsSync(outside)).toBe(false);
+    expect(existsSync(hostTmp)).toBe(false);
+    expect(existsSync("/etc/polar-escape")).toBe(false);
+  });
+
+  it("kills the sandbox at the timeout and passes exit codes through the bridge", async () => {
+    const timed = await rt.exec(["sleep", "30"], { timeoutMs: 300 });
+    expect(timed.timedOut).toBe(true);
+    const code = await rt.exec(["sh", "-c", "exit 7"]);
+    expect(code.exitCode).toBe(7);
+  });
+});

@@ -1,0 +1,154 @@
+import { tableFromIPC } from "apache-arrow";
+import * as parquetWasm from "parquet-wasm";
+import { describe, expect, it } from "vitest";
+import { encodeShardJsonl } from "../../batch-runner/shards/jsonl.ts";
+import { encodeShardParquet } from "../../batch-runner/shards/parquet-writer.ts";
+import { readShardJsonl, readShardParquet } from "../../batch-runner/shards/read-shard.ts";
+import { type ShardRow, shardRows } from "../../batch-runner/shards/shard-rows.ts";
+import { ShardInputError, writeGroupShard } from "../../batch-runner/shards/write-group-shard.ts";
+import { keys } from "../../shared/keys.ts";
+import type { SessionResult } from "../../shared/schemas/trajectory.ts";
+import { MemoryStore } from "../../shared/store/memory-store.ts";
+import { capture, IM_END } from "../support/reconstruction-captures.ts";
+import { sessionResult } from "../support/reconstruction-results.ts";
+
+const TASK = "task-shard";
+
+/** Three sessions: a two-chain session with a reward, one with a missing logprob, one that errored with no trace. */
+function results(): SessionResult[] {
+  const s = (id: string) => ({ session_id: id, task_id: TASK });
+  const a1 = capture([1, 2, 3], [10, 11, IM_END], { ...s("s-a"), policy_version: "3" });
+  const a2 = capture([1, 2, 3, 10, 11, IM_END, 198, 20], [12, IM_END], { ...s("s-a"), policy_version: "4" });
+  const a3 = capture([500, 501], [502], { ...s("s-a"), finish_reason: "length", logprobs: [-1.1] });
+  const b1 = capture([1, 2, 3], [30, IM_END], { ...s("s-b") });
+  const b2 = capture([1, 2, 3, 30, IM_END, 198, 21], [31, 32], { ...s("s-b"), logprobs: null });
+  return [
+    sessionResult(TASK, "s-b", 1, [b1, b2]),
+    sessionResult(TASK, "s-a", 0, [a1, a2, a3], { reward: 0.75 }),
+    sessionResult(TASK, "s-c", 2, [], { status: "ERROR" }),
+  ];
+}
+
+/** Arrow (Rust parquet via parquet-wasm) view of a shard: an independent second reader. */
+function readWithArrow(bytes: Uint8Array) {
+  const table = tableFromIPC(parquetWasm.readParquet(bytes).intoIPCStream());
+  const types = Object.fromEntries(table.schema.fields.map((f) => [f.name, String(f.type)]));
+  const plain = (v: unknown): unknown =>
+    v !== null && typeof v === "object" && "toArray" in v
+      ? [...(v as unknown as Iterable<unknown>)].map(plain)
+      : v;
+  const rows = table
+    .toArray()
+    .map((r) => Object.fromEntries(Object.entries(r.toJSON()).map(([k, v]) => [k, plain(v)])));
+  return { types, rows };
+}
+
+/** What a reader must give back: logprobs are stored as float32. */
+function expected(rows: ShardRow[]) {
+  return rows.map((r) => ({
+    ...r,
+    response_logprobs: r.response_logprobs === null ? null : r.response_logprobs.map(Math.fround),
+  }));
+}
+
+describe("shard rows", () => {
+  it("has one row per trace, sorted by sample_index, with the trace's data", () => {
+    const rows = shardRows(results());
+    expect(rows.map((r) => [r.session_id, r.trace_index])).toEqual([
+      ["s-a", 0],
+      ["s-a", 1],
+      ["s-b", 0],
+    ]);
+    expect(rows[0]).toMatchObject({ group_id: TASK, reward: 0.75, policy_version: "3", status: "COMPLETED" });
+    expect(rows[0].loss_mask).toEqual([1, 1, 1, 0, 0, 1, 1]);
+    expect(JSON.parse(rows[0].metadata)).toMatchObject({ policy_versions: ["3", "4"], attempt: 0, turns: 2 });
+    expect(rows[1]).toMatchObject({ finish_reason: "length", response_logprobs: [-1.1] });
+    expect(rows[2].response_logprobs).toBeNull();
+    expect(rows[2].reward).toBeNull();
+  });
+});
+
+describe("parquet shard", () => {
+  const rows = shardRows(results());
+  const bytes = encodeShardParquet(rows);
+
+  it("reads back every column with hyparquet", async () => {
+    expect(await readShardParquet(bytes)).toEqual(expected(rows));
+  });
+
+  it("reads back every column, with list<int32>/list<int8>/list<float32> types, with parquet-wasm (Arrow)", () => {
+    const { types, rows: read } = readWithArrow(bytes);
+    expect(types).toMatchObject({
+      prompt_ids: "List<Int32>",
+      response_ids: "List<Int32>",
+      loss_mask: "List<Int8>",
+      response_logprobs: "List<Float32>",
+      sample_index: "Int32",
+      reward: "Float64",
+      metadata: "Utf8",
+    });
+    expect(read).toEqual(expected(rows));
+  });
+
+  it("has the same bytes whatever order the results come in", () => {
+    const base = results();
+    const forward = encodeShardParquet(shardRows(base));
+    const again = encodeShardParquet(shardRows([base[2], base[0], base[1]]));
+    expect(Buffer.from(again).equals(Buffer.from(forward))).toBe(true);
+    expect(encodeShardJsonl(shardRows([...base].reverse()))).toBe(encodeShardJsonl(shardRows(base)));
+  });
+
+  it("refuses to write an empty shard (it would be unreadable by Arrow)", () => {
+    expect(() => encodeShardParquet([])).toThrow(RangeError);
+  });
+});
+
+describe("jsonl shard", () => {
+  it("holds the same rows, one per line", () => {
+    const rows = shardRows(results());
+    const text = encodeShardJsonl(rows);
+    expect(text.split("\n")).toHaveLength(rows.length + 1);
+    expect(readShardJsonl(text)).toEqual(rows);
+    expect(() => readShardJsonl(`${text}{oops\n`)).toThrow(/line 4/);
+  });
+});
+
+describe("writeGroupShard", () => {
+  const put = (store: MemoryStore, r: SessionResult) =>
+    store.put(keys.result(r.task_id, r.session_id), JSON.stringify(r));
+
+  it("returns null until every sample has a result, then writes both forms", async () => {
+    const store = new MemoryStore();
+    const [b, a, c] = results();
+    const task = { task_id: TASK, num_samples: 3 };
+    await put(store, a);
+    await put(store, b);
+    expect(await writeGroupShard({ store, task })).toBeNull();
+    expect(await store.get(keys.shard(TASK))).toBeNull();
+    await put(store, c);
+    const written = await writeGroupShard({ store, task });
+    expect(written).toEqual({ key: keys.shard(TASK), jsonlKey: keys.shardJsonl(TASK), rows: 3, sessions: 3 });
+    const parquet = (await store.get(keys.shard(TASK))) as Uint8Array;
+    expect(Buffer.from(parquet).equals(Buffer.from(encodeShardParquet(shardRows([a, b, c]))))).toBe(true);
+    const jsonl = new TextDecoder().decode((await store.get(keys.shardJsonl(TASK))) as Uint8Array);
+    expect(readShardJsonl(jsonl).map((r) => r.session_id)).toEqual(["s-a", "s-a", "s-b"]);
+  });
+
+  it("writes only the JSONL twin when no session produced a trace", async () => {
+    const store = new MemoryStore();
+    const [, , errored] = results();
+    await put(store, errored);
+    const written = await writeGroupShard({ store, task: { task_id: TASK, num_samples: 1 } });
+    expect(written).toMatchObject({ key: null, rows: 0, sessions: 1 });
+    expect(await store.get(keys.shard(TASK))).toBeNull();
+    expect(await store.get(keys.shardJsonl(TASK))).toEqual(new Uint8Array());
+  });
+
+  it("names the result that is not a SessionResult", async () => {
+    const store = new MemoryStore();
+    await store.put(keys.result(TASK, "s-x"), JSON.stringify({ v: 1, task_id: TASK }));
+    const err = await writeGroupShard({ store, task: { task_id: TASK, num_samples: 1 } }).catch((e) => e);
+    expect(err).toBeInstanceOf(ShardInputError);
+    expect(err.message).toContain("results/task-shard/s-x.json");
+  });
+});
