@@ -22,12 +22,16 @@ export interface EmbeddedOptions {
   postrun?: number;
   maxReceives?: number;
   metricsPort?: number;
+  /** Aborting stops early: running harnesses are killed, nothing more is started. */
+  signal?: AbortSignal;
   /** Where progress goes (stderr by default). */
   progressOut?: NodeJS.WriteStream;
   log?: (line: string) => void;
 }
 
 export interface EmbeddedResult {
+  /** false when stopped by the signal before every session finished. */
+  finished: boolean;
   storeDir: string;
   sessions: number;
   statuses: Record<string, number>;
@@ -46,6 +50,24 @@ export async function runEmbedded(opts: EmbeddedOptions): Promise<EmbeddedResult
   const store = await openStoreSpec(storeDir);
   const log = opts.log ?? ((line: string) => console.error(line));
   const signingKey = randomBytes(32).toString("hex");
+
+  const maxReceives = opts.maxReceives ?? 3;
+  const deadLetter = new MemoryQueue({ url: "memory://dead-letter" });
+  const queue = new MemoryQueue({ url: "memory://sessions", maxReceiveCount: maxReceives, deadLetter });
+  const submitted = await submitTasks(store, queue, opts.tasks);
+  const total = submitted.enqueued;
+  if (submitted.skipped)
+    log(`${submitted.skipped} session(s) already have a result in ${storeDir}; not rerun`);
+  const statuses: Record<string, number> = {};
+  const shardsOf = async () => {
+    const shards: Record<string, string | null> = {};
+    for (const task of opts.tasks) {
+      const key = keys.shard(task.task_id);
+      shards[task.task_id] = (await store.get(key)) ? join(storeDir, key) : null;
+    }
+    return shards;
+  };
+  if (total === 0) return { finished: true, storeDir, sessions: 0, statuses, shards: await shardsOf() };
 
   const closers: Array<() => Promise<void>> = [];
   try {
@@ -71,15 +93,7 @@ export async function runEmbedded(opts: EmbeddedOptions): Promise<EmbeddedResult
     closers.unshift(() => proxy.close());
     log(`proxy at ${proxy.url} -> ${upstream}; store ${store.url}`);
 
-    const maxReceives = opts.maxReceives ?? 3;
-    const deadLetter = new MemoryQueue({ url: "memory://dead-letter" });
-    const queue = new MemoryQueue({ url: "memory://sessions", maxReceiveCount: maxReceives, deadLetter });
-    const submitted = await submitTasks(store, queue, opts.tasks);
-    const total = submitted.enqueued;
-    if (submitted.skipped) log(`${submitted.skipped} session(s) already have a result in ${storeDir}; not rerun`);
-
     const progress = new Progress(total, opts.progressOut);
-    const statuses: Record<string, number> = {};
     const runner = await startRunner({
       queue,
       store,
@@ -100,15 +114,11 @@ export async function runEmbedded(opts: EmbeddedOptions): Promise<EmbeddedResult
     });
     closers.unshift(() => runner.stop(0));
     // Done when nothing is queued or in flight (dead-lettered jobs are recorded as ERROR results).
-    while (queue.size() > 0 || runner.pipeline.stats().inFlight > 0) await sleep(100);
+    while ((queue.size() > 0 || runner.pipeline.stats().inFlight > 0) && !opts.signal?.aborted)
+      await sleep(100);
     progress.finish();
 
-    const shards: Record<string, string | null> = {};
-    for (const task of opts.tasks) {
-      const key = keys.shard(task.task_id);
-      shards[task.task_id] = (await store.get(key)) ? join(storeDir, key) : null;
-    }
-    return { storeDir, sessions: total, statuses, shards };
+    return { finished: !opts.signal?.aborted, storeDir, sessions: total, statuses, shards: await shardsOf() };
   } finally {
     for (const close of closers) await close().catch((err) => log(`shutdown: ${(err as Error).message}`));
   }

@@ -23,7 +23,10 @@ export class Progress {
     }
     const line = this.line();
     if (this.tty) this.out.write(`\r\x1b[2K${line}`);
-    else this.out.write(`${line} (${r.session_id}: ${r.status}${r.reward === null ? "" : `, reward ${r.reward}`})\n`);
+    else
+      this.out.write(
+        `${line} (${r.session_id}: ${r.status}${r.reward === null ? "" : `, reward ${r.reward}`})\n`,
+      );
   }
 
   line(): string {

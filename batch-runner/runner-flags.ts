@@ -16,7 +16,13 @@ export function intFlag(
   return n;
 }
 
-export function numberFlag(flag: string, value: string | undefined, fallback: number, min: number, max: number) {
+export function numberFlag(
+  flag: string,
+  value: string | undefined,
+  fallback: number,
+  min: number,
+  max: number,
+) {
   if (value === undefined) return fallback;
   const n = Number(value);
   if (!Number.isFinite(n) || n < min || n > max) {
@@ -32,7 +38,9 @@ export function queueFlag(flag: string, value: string | undefined, required: boo
     return undefined;
   }
   if (value !== "memory" && !/^https?:\/\/[^/]+\/./.test(value)) {
-    throw new UsageError(`--${flag} expects "memory" or an SQS queue URL (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME), got ${JSON.stringify(value)}`);
+    throw new UsageError(
+      `--${flag} expects "memory" or an SQS queue URL (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME), got ${JSON.stringify(value)}`,
+    );
   }
   return value;
 }

@@ -1,6 +1,7 @@
+import { mkdir } from "node:fs/promises";
 import type { ObjectStore } from "../shared/store/object-store.ts";
 import { resolveEvaluator } from "./evaluation/registry.ts";
-import { installHarness } from "./harness/install.ts";
+import { defaultCacheDir, installHarness } from "./harness/install.ts";
 import { presetFor } from "./harness/registry.ts";
 import { RunnerMetrics } from "./metrics.ts";
 import { sendCompletionNotice } from "./pipeline/completion-notice.ts";
@@ -9,8 +10,9 @@ import type { PreparedSession, RanSession, SessionDeps } from "./pipeline/sessio
 import { StagedPipeline } from "./pipeline/staged-pipeline.ts";
 import type { Queue } from "./queue/queue.ts";
 import { reconstructSession } from "./reconstruction/build-session.ts";
-import { runtimeFactories } from "./runtime/open-runtime.ts";
+import { type RuntimeFactoryOptions, runtimeFactories } from "./runtime/open-runtime.ts";
 import type { RuntimeFactory } from "./runtime/runtime.ts";
+import { defaultSessionsRoot, reapOrphanedSessions } from "./runtime/work-dirs.ts";
 import { writeGroupShard } from "./shards/write-group-shard.ts";
 
 export interface RunnerOptions {
@@ -36,6 +38,8 @@ export interface RunnerOptions {
   sessionsRoot?: string;
   harnessCacheDir?: string;
   runtimes?: Record<string, RuntimeFactory>;
+  /** Engine binaries and apptainer mode for the default runtime factories. */
+  runtimeOptions?: Omit<RuntimeFactoryOptions, "sessionsRoot">;
   cancelPollMs?: number;
   log?: (line: string) => void;
   onResult?: SessionDeps["onResult"];
@@ -53,21 +57,32 @@ export interface Runner {
 export async function startRunner(opts: RunnerOptions): Promise<Runner> {
   const log = opts.log ?? ((line: string) => console.error(`[runner] ${line}`));
   const run = opts.run ?? 4;
+  // Harness CLIs are installed once per machine; sandboxes see the cache read-only.
+  const harnessCache = opts.harnessCacheDir ?? defaultCacheDir();
+  await mkdir(harnessCache, { recursive: true });
   const deps: SessionDeps = {
     store: opts.store,
-    runtimes: opts.runtimes ?? runtimeFactories({ sessionsRoot: opts.sessionsRoot }),
+    runtimes:
+      opts.runtimes ??
+      runtimeFactories({
+        ...opts.runtimeOptions,
+        sessionsRoot: opts.sessionsRoot,
+        readOnlyBinds: [harnessCache],
+      }),
     proxyUrl: opts.proxyUrl.replace(/\/+$/, ""),
     signingKey: opts.signingKey,
     presetFor,
     resolveEvaluator,
     installHarness: async (preset) =>
-      (await installHarness(preset, { cacheDir: opts.harnessCacheDir, log }))?.binDir ?? null,
+      (await installHarness(preset, { cacheDir: harnessCache, log }))?.binDir ?? null,
     reconstruct: async ({ store, task, sessionId, attempt, status }) =>
       (await reconstructSession({ store, task, sessionId, attempt, status })).trajectory,
     writeShard: ({ store, task }) => writeGroupShard({ store, task }),
     onTaskComplete: async (task, shard) => {
       const shardKey = shard.key ?? shard.jsonlKey;
-      log(`task ${task.task_id}: all ${shard.sessions} sessions done, shard ${shardKey} (${shard.rows} rows)`);
+      log(
+        `task ${task.task_id}: all ${shard.sessions} sessions done, shard ${shardKey} (${shard.rows} rows)`,
+      );
       const errors = await sendCompletionNotice(
         {
           type: "task_completed",
@@ -89,21 +104,29 @@ export async function startRunner(opts: RunnerOptions): Promise<Runner> {
     log,
     onResult: opts.onResult,
   };
+  const reaped = await reapOrphanedSessions(opts.sessionsRoot ?? defaultSessionsRoot());
+  if (reaped > 0) log(`reaped ${reaped} session(s) left behind by a runner that died`);
   let metrics: RunnerMetrics | null = null;
-  const pipeline: StagedPipeline<PreparedSession, RanSession> = new StagedPipeline(opts.queue, sessionStages(deps), {
-    init: opts.init ?? run,
-    ready: opts.ready ?? run,
-    run,
-    postrun: opts.postrun ?? Math.max(1, Math.ceil(run / 2)),
-    visibilityTimeoutSeconds: opts.visibilityTimeoutSeconds ?? 120,
-    waitSeconds: opts.waitSeconds ?? 10,
-    onError: (err, where) => log(`${where}: ${err instanceof Error ? err.message : String(err)}`),
-    onStage: (stage, ms) => metrics?.observeStage(stage, ms),
-    onSettled: (outcome) => metrics?.countSettled(outcome),
-  });
+  const pipeline: StagedPipeline<PreparedSession, RanSession> = new StagedPipeline(
+    opts.queue,
+    sessionStages(deps),
+    {
+      init: opts.init ?? run,
+      ready: opts.ready ?? run,
+      run,
+      postrun: opts.postrun ?? Math.max(1, Math.ceil(run / 2)),
+      visibilityTimeoutSeconds: opts.visibilityTimeoutSeconds ?? 120,
+      waitSeconds: opts.waitSeconds ?? 10,
+      onError: (err, where) => log(`${where}: ${err instanceof Error ? err.message : String(err)}`),
+      onStage: (stage, ms) => metrics?.observeStage(stage, ms),
+      onSettled: (outcome) => metrics?.countSettled(outcome),
+    },
+  );
   metrics = new RunnerMetrics(() => pipeline.stats());
   const server =
-    opts.metricsPort !== undefined ? await metrics.serve(opts.metricsPort, opts.metricsHost ?? "127.0.0.1") : null;
+    opts.metricsPort !== undefined
+      ? await metrics.serve(opts.metricsPort, opts.metricsHost ?? "127.0.0.1")
+      : null;
   pipeline.start();
   return {
     pipeline,

@@ -2,8 +2,8 @@ import { createHash } from "node:crypto";
 import type { z } from "zod";
 import { isValidId } from "../shared/ids.ts";
 import { keys } from "../shared/keys.ts";
-import type { ObjectStore } from "../shared/store/object-store.ts";
 import { type SessionJob, StoredTask, TaskRequest } from "../shared/schemas/task.ts";
+import type { ObjectStore } from "../shared/store/object-store.ts";
 import type { Queue } from "./queue/queue.ts";
 
 export interface TaskLineError {
@@ -38,7 +38,10 @@ export function parseTasksJsonl(text: string): ParsedTasks {
     }
     const first = seen.get(parsed.data.task_id);
     if (first !== undefined) {
-      errors.push({ line, message: `task_id: ${JSON.stringify(parsed.data.task_id)} already used on line ${first}` });
+      errors.push({
+        line,
+        message: `task_id: ${JSON.stringify(parsed.data.task_id)} already used on line ${first}`,
+      });
       return;
     }
     seen.set(parsed.data.task_id, line);

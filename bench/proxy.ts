@@ -13,8 +13,12 @@ import { type Child, freePort, startChild } from "./support/children.ts";
 import { cpuMs, peakRssMb } from "./support/process-stats.ts";
 import { type Workload, workload } from "./support/workloads.ts";
 
-const PROVIDERS = ["anthropic", "openai_chat", "openai_responses", "google"] as const;
-const CONCURRENCY = [1, 64];
+const ALL_PROVIDERS = ["anthropic", "openai_chat", "openai_responses", "google"] as const;
+// BENCH_PROVIDERS=anthropic,google narrows a run (for quick looks); the recorded run uses all four.
+const PROVIDERS = ALL_PROVIDERS.filter(
+  (p) => !process.env.BENCH_PROVIDERS || process.env.BENCH_PROVIDERS.split(",").includes(p),
+);
+const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? "1,64").split(",").map(Number);
 const ROUNDS = 2;
 const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 1);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 4);
@@ -63,19 +67,22 @@ async function startPolar(
     { env: { ...process.env, ...env }, ready: listening },
   );
   const key = await mintSessionToken(
-    { sessionId: `bench-${name}`, taskId: "bench", ttlSeconds: 86_400 },
+    { sessionId: `bench-${port}`, taskId: "bench", ttlSeconds: 86_400 },
     env.POLAR_SIGNING_KEY!,
   );
   return { name, url: `http://127.0.0.1:${port}`, child, providers: PROVIDERS, key };
 }
 
 async function startS3(): Promise<{ child: Child; endpoint: string }> {
-  const port = await freePort();
-  const dir = mkdtempSync(join(os.tmpdir(), "polar-bench-s3-"));
-  const child = await startChild(node, [join(root, "bench/support/s3rver-process.ts"), String(port), dir], {
-    ready: listening,
+  let endpoint = "";
+  const child = await startChild(node, [join(root, "bench/support/s3rver-process.ts")], {
+    ready: (line) => {
+      const m = /^listening (http\S+)/.exec(line);
+      if (m) endpoint = m[1];
+      return m !== null;
+    },
   });
-  return { child, endpoint: `http://127.0.0.1:${port}` };
+  return { child, endpoint };
 }
 
 async function startCcr(upstream: string): Promise<Target | null> {
@@ -118,17 +125,12 @@ async function startCcr(upstream: string): Promise<Target | null> {
     }),
   );
   try {
-    const child = await startChild(node, [bin, "start"], {
-      env: { ...process.env, HOME: home, CI: "true" },
-      ready: () => false,
-      timeoutMs: 4000,
-    }).catch(async () => null);
     // ccr prints nothing reliable when ready: poll its port instead.
-    const started = child ?? (await startChildPolling(bin, home, port));
+    const child = await startPolling(node, [bin, "start"], { ...process.env, HOME: home, CI: "true" }, port);
     return {
       name: "claude-code-router",
       url: `http://127.0.0.1:${port}`,
-      child: started,
+      child,
       providers: ["anthropic"],
       key: "bench",
     };
@@ -138,31 +140,37 @@ async function startCcr(upstream: string): Promise<Target | null> {
   }
 }
 
-async function startChildPolling(bin: string, home: string, port: number): Promise<Child> {
+async function startPolling(
+  cmd: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  port: number,
+): Promise<Child> {
   const { spawn } = await import("node:child_process");
-  const proc = spawn(node, [bin, "start"], {
-    env: { ...process.env, HOME: home, CI: "true" },
-    stdio: "ignore",
-  });
-  for (let i = 0; i < 100; i++) {
-    try {
-      const res = await fetch(`http://127.0.0.1:${port}/`);
-      await res.arrayBuffer();
-      break;
-    } catch {
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-  return {
+  const proc = spawn(cmd, args, { env, stdio: "ignore" });
+  const child: Child = {
     proc,
     pid: proc.pid ?? -1,
     stop: () =>
       new Promise((resolve) => {
+        if (proc.exitCode !== null) return resolve();
         proc.once("exit", () => resolve());
         proc.kill("SIGTERM");
         setTimeout(() => proc.kill("SIGKILL"), 3000).unref();
       }),
   };
+  for (let i = 0; i < 150; i++) {
+    if (proc.exitCode !== null) throw new Error(`${cmd} ${args.join(" ")} exited with ${proc.exitCode}`);
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/`);
+      await res.arrayBuffer();
+      return child;
+    } catch {
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+  await child.stop();
+  throw new Error(`${cmd} did not listen on ${port} within 30 s`);
 }
 
 async function load(target: Target, w: Workload, connections: number, seconds: number): Promise<Result> {
@@ -224,6 +232,7 @@ async function run(): Promise<{ markdown: string }> {
   const oursS3 = await startPolar("polar (S3 store)", upstream.url, "s3://polar-bench/captures-bench", s3env);
   const oursOff = await startPolar("polar (capture not written)", upstream.url, "discard", env);
   const ccr = await startCcr(upstream.url);
+  console.error(`bench: targets up (${ccr ? "with" : "without"} claude-code-router)`);
   const targets = [direct, pass, ours, oursS3, oursOff, ...(ccr ? [ccr] : [])];
 
   const lines: string[] = [];

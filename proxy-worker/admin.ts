@@ -68,7 +68,7 @@ export function mountAdmin(app: Hono, source: PolicyVersionSource, adminToken: s
 }
 
 /** Compares digests so the time taken does not reveal how much of the token matched. */
-async function sameSecret(a: string, b: string): Promise<boolean> {
+export async function sameSecret(a: string, b: string): Promise<boolean> {
   const enc = new TextEncoder();
   const [x, y] = await Promise.all([
     crypto.subtle.digest("SHA-256", enc.encode(a)),

@@ -3,6 +3,7 @@ import { memoryPolicyVersion, mountAdmin, type PolicyVersionSource } from "./adm
 import { type AuthConfig, authenticate, extractKey } from "./auth.ts";
 import { openaiErrorEnvelope } from "./codecs/common/openai-error-envelope.ts";
 import { defaultCodecs } from "./codecs/registry.ts";
+import { createControlApp } from "./control/control-app.ts";
 import { handleCountTokens } from "./count-tokens.ts";
 import type { Gateway, ProxyDeps } from "./deps.ts";
 import { detectRoute, providerFromBody, type Route, splitTokenPrefix } from "./detect.ts";
@@ -34,6 +35,9 @@ export function createProxyApp(deps: ProxyDeps): Hono {
     c.json({ ok: true, engine: g.engine.name, policy_version: g.policyVersion.get() }),
   );
   mountAdmin(app, g.policyVersion, deps.adminToken);
+  if (deps.control) {
+    app.route("/", createControlApp({ store: g.store, control: deps.control, clock: g.clock, log: g.log }));
+  }
   app.all("*", (c) => dispatch(g, c.req.raw));
   app.onError((err, c) => {
     g.log(`proxy bug on ${c.req.method} ${new URL(c.req.url).pathname}: ${err.stack ?? err}`);

@@ -2,6 +2,7 @@ import type { ObjectStore } from "../shared/store/object-store.ts";
 import type { PolicyVersionSource } from "./admin.ts";
 import type { AuthConfig } from "./auth.ts";
 import type { CodecRegistry } from "./codecs/registry.ts";
+import type { ControlDeps } from "./control/control-deps.ts";
 import type { EngineAdapter, EngineName } from "./engines/engine.ts";
 import type { Limits } from "./limits.ts";
 import type { ModelCatalog } from "./models.ts";
@@ -29,6 +30,8 @@ export interface ProxyDeps {
   /** Where operational failures go (capture store down, codec bugs). Default console.error. */
   log?: (message: string) => void;
   captureRetry?: { attempts?: number; baseDelayMs?: number };
+  /** Turns on the task control API (`/v1/tasks`, `/openapi.json`); see proxy-worker/control/. */
+  control?: ControlDeps;
 }
 
 /** The deps with defaults applied, shared by the route handlers. */

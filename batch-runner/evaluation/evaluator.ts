@@ -27,5 +27,7 @@ export interface Evaluation {
 
 export interface Evaluator {
   name: string;
+  /** True when evaluate() calls ctx.freshRuntime(): the pipeline then prewarms one while the agent runs. */
+  needsFreshRuntime?: boolean;
   evaluate(trajectory: Trajectory, ctx: EvaluationContext): Promise<Evaluation>;
 }

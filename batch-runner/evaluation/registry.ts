@@ -1,26 +1,24 @@
-import { isAbsolute, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
+import { loadEvaluatorModule, looksLikeModulePath } from "./custom-module.ts";
 import type { Evaluator } from "./evaluator.ts";
 import { sessionCompleted } from "./session-completed.ts";
+import { swePatch } from "./swe-patch.ts";
+import { testOnOutput } from "./test-on-output.ts";
 
 /** Built-in evaluator name (TaskRequest.evaluator.strategy) -> evaluator. One line per evaluator. */
 export const evaluators: Record<string, Evaluator> = {
   session_completed: sessionCompleted,
+  test_on_output: testOnOutput,
+  swe_patch: swePatch,
 };
 
-/** A built-in name, or a module path whose default export is an Evaluator. */
+/** A built-in name, or a module path exporting an evaluator (see custom-module.ts). */
 export async function resolveEvaluator(strategy: string): Promise<Evaluator> {
-  const builtIn = evaluators[strategy];
+  const builtIn = Object.hasOwn(evaluators, strategy) ? evaluators[strategy] : undefined;
   if (builtIn) return builtIn;
-  if (!/[/\\]|\.(m?js|ts)$/.test(strategy)) {
+  if (!looksLikeModulePath(strategy)) {
     throw new Error(
       `evaluator.strategy: unknown evaluator ${JSON.stringify(strategy)} (built-in: ${Object.keys(evaluators).join(", ")}; or a module path)`,
     );
   }
-  const url = pathToFileURL(isAbsolute(strategy) ? strategy : resolve(strategy)).href;
-  const mod = (await import(url)) as { default?: Evaluator };
-  if (!mod.default || typeof mod.default.evaluate !== "function") {
-    throw new Error(`evaluator.strategy: module ${strategy} must default-export {name, evaluate(trajectory, ctx)}`);
-  }
-  return mod.default;
+  return loadEvaluatorModule(strategy);
 }

@@ -25,7 +25,9 @@ export async function sendCompletionNotice(notice: CompletionNotice, opts: Notif
   const errors: string[] = [];
   const body = JSON.stringify(notice);
   if (opts.resultsQueue) {
-    await opts.resultsQueue.send([body]).catch((err) => errors.push(`results queue: ${(err as Error).message}`));
+    await opts.resultsQueue
+      .send([body])
+      .catch((err) => errors.push(`results queue: ${(err as Error).message}`));
   }
   if (opts.callbackUrl) {
     try {

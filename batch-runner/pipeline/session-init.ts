@@ -3,17 +3,44 @@ import { dirname, isAbsolute, join } from "node:path";
 import { keys } from "../../shared/keys.ts";
 import { SessionJob } from "../../shared/schemas/task.ts";
 import { mintSessionToken } from "../../shared/session-token.ts";
+import { freshRuntimes } from "../evaluation/fresh-runtime.ts";
 import type { PresetContext } from "../harness/preset.ts";
 import type { QueueMessage } from "../queue/queue.ts";
+import { loadCaptures } from "../reconstruction/load-captures.ts";
+import type { Runtime } from "../runtime/runtime.ts";
 import { formatIssues } from "../submit.ts";
 import { isCancelled } from "./cancellation.ts";
-import type { SessionDeps, PreparedSession } from "./session-types.ts";
+import type { PreparedSession, SessionDeps } from "./session-types.ts";
 
 /** A message that can never run (bad JSON, not a SessionJob): retrying will not help. */
 export class PoisonMessageError extends Error {}
 
 /** A failure of the runner's side (runtime, prepare step, install): retried, then dead-lettered. */
 export class InitError extends Error {}
+
+/** The task itself cannot run (unknown harness, evaluator or backend, bad settings): not retried. */
+export class TaskConfigError extends Error {}
+
+function configured<T>(what: () => T): T {
+  try {
+    return what();
+  } catch (err) {
+    throw new TaskConfigError((err as Error).message);
+  }
+}
+
+/**
+ * Normally the delivery count: each delivery is a new attempt. But a resubmitted job starts again
+ * at receive count 1 while an earlier message's attempts may have left captures: go past them, so
+ * captures of different runs are never mixed.
+ */
+async function attemptFor(deps: SessionDeps, job: SessionJob, receiveCount: number): Promise<number> {
+  const byDelivery = Math.max(0, receiveCount - 1);
+  const listed = await deps.store.list(keys.capturesOfSession(job.task_id, job.session_id));
+  if (listed.length === 0) return byDelivery;
+  const { attempt } = await loadCaptures(deps.store, job.task_id, job.session_id);
+  return Math.max(byDelivery, attempt + 1);
+}
 
 export function parseJob(msg: QueueMessage): SessionJob {
   let json: unknown;
@@ -38,28 +65,51 @@ export type InitResult =
  * INIT: everything before the harness can start, off the run slots' critical path: a fresh runtime,
  * the task's prepare steps, the harness CLI (from the shared cache), its config files, the session token.
  */
-export async function initSession(deps: SessionDeps, msg: QueueMessage, signal: AbortSignal): Promise<InitResult> {
+export async function initSession(
+  deps: SessionDeps,
+  msg: QueueMessage,
+  signal: AbortSignal,
+): Promise<InitResult> {
   const started = Date.now();
   const job = parseJob(msg);
   const task = job.task;
   // At-least-once delivery: a job whose result exists already ran to the end.
   if ((await deps.store.get(keys.result(job.task_id, job.session_id))) !== null) return { kind: "done" };
   // Each delivery is a new attempt, so a rerun's captures are told apart from a dead runner's.
-  const attempt = Math.max(0, msg.receiveCount - 1);
+  const attempt = await attemptFor(deps, job, msg.receiveCount);
   if (await isCancelled(deps.store, job.task_id)) return { kind: "cancelled", job, attempt };
 
-  const preset = deps.presetFor(task.agent.harness);
-  const evaluator = await deps.resolveEvaluator(task.evaluator.strategy);
+  const preset = configured(() => deps.presetFor(task.agent.harness));
+  const evaluator = await deps.resolveEvaluator(task.evaluator.strategy).catch((err: Error) => {
+    throw new TaskConfigError(err.message);
+  });
   const factory = deps.runtimes[task.runtime.backend];
-  if (!factory) throw new InitError(`runtime.backend: no runtime named ${JSON.stringify(task.runtime.backend)}`);
+  if (!factory) {
+    throw new TaskConfigError(`runtime.backend: no runtime named ${JSON.stringify(task.runtime.backend)}`);
+  }
   const budgetMs = task.timeout_seconds * 1000;
-  const runtime = await factory.create({
+  const spec = {
     sessionId: job.session_id,
     image: task.runtime.image,
     env: task.runtime.env,
     limits: task.runtime.limits,
     proxyUrl: deps.proxyUrl,
+  };
+  // Started now, so an evaluator's runtime is built off the critical path, while the agent runs.
+  const fresh = freshRuntimes({
+    factory,
+    spec: { ...spec, sessionId: `${job.session_id}.eval` },
+    prepare: task.runtime.prepare,
+    timeoutMs: budgetMs,
+    prewarm: evaluator.needsFreshRuntime === true,
   });
+  let runtime: Runtime;
+  try {
+    runtime = await factory.create(spec);
+  } catch (err) {
+    await fresh.dispose();
+    throw err;
+  }
   try {
     for (const [i, step] of task.runtime.prepare.entries()) {
       const res = await runtime.exec(["sh", "-c", step], { timeoutMs: budgetMs, signal });
@@ -90,12 +140,12 @@ export async function initSession(deps: SessionDeps, msg: QueueMessage, signal: 
       homeDir: runtime.homeDir,
       workDir: runtime.workDir,
     };
-    for (const [path, content] of Object.entries(preset.configFiles(ctx))) {
+    for (const [path, content] of Object.entries(configured(() => preset.configFiles(ctx)))) {
       const target = isAbsolute(path) ? path : join(runtime.homeDir, path);
       await mkdir(dirname(target), { recursive: true });
       await writeFile(target, content);
     }
-    const invocation = preset.invocation(ctx, binDir);
+    const invocation = configured(() => preset.invocation(ctx, binDir));
     invocation.env = { ...task.runtime.env, ...invocation.env };
     return {
       kind: "prepared",
@@ -107,6 +157,7 @@ export async function initSession(deps: SessionDeps, msg: QueueMessage, signal: 
         runtime,
         preset,
         evaluator,
+        fresh,
         invocation,
         budgetMs,
         initMs: Date.now() - started,
@@ -114,7 +165,7 @@ export async function initSession(deps: SessionDeps, msg: QueueMessage, signal: 
       },
     };
   } catch (err) {
-    await runtime.stop().catch(() => {});
+    await Promise.allSettled([runtime.stop(), fresh.dispose()]);
     throw err;
   }
 }

@@ -1,5 +1,5 @@
 import type { SessionResult, Trajectory, TrajectoryStatus } from "../../shared/schemas/trajectory.ts";
-import type { Evaluation } from "../evaluation/evaluator.ts";
+import { evaluateSession } from "../evaluation/evaluate-session.ts";
 import { commitResult, emptyTrajectory } from "./session-result.ts";
 import type { RanSession, SessionDeps } from "./session-types.ts";
 
@@ -8,7 +8,8 @@ export function runStatus(s: RanSession): { status: TrajectoryStatus; error: str
   if (s.cancelled) return { status: "ERROR", error: `task ${s.task.task_id} was cancelled` };
   const exec = s.exec;
   if (!exec) return { status: "ERROR", error: "the harness did not run" };
-  if (exec.timedOut) return { status: "TIMEOUT", error: `the harness exceeded its budget of ${s.task.timeout_seconds}s` };
+  if (exec.timedOut)
+    return { status: "TIMEOUT", error: `the harness exceeded its budget of ${s.task.timeout_seconds}s` };
   if (exec.exitCode !== 0) {
     const why = exec.exitCode === null ? `was killed by ${exec.signal}` : `exited with code ${exec.exitCode}`;
     const tail = exec.stderr.trim().slice(-400);
@@ -36,7 +37,11 @@ export async function postrunSession(deps: SessionDeps, s: RanSession): Promise<
       });
       trajectory = { ...trajectory, status, error };
     } catch (err) {
-      trajectory = emptyTrajectory("ERROR", s.task.builder.strategy, `reconstruction failed: ${(err as Error).message}`);
+      trajectory = emptyTrajectory(
+        "ERROR",
+        s.task.builder.strategy,
+        `reconstruction failed: ${(err as Error).message}`,
+      );
     }
     const outcome = s.exec
       ? s.preset.parseOutput(s.exec.stdout, s.exec.stderr, s.exec.exitCode)
@@ -46,39 +51,16 @@ export async function postrunSession(deps: SessionDeps, s: RanSession): Promise<
       timedOut: s.exec?.timedOut ?? false,
       finalAnswer: outcome.finalAnswer,
     };
-    let evaluation: Evaluation | null = null;
-    let evalError: string | null = null;
-    try {
-      evaluation = await s.evaluator.evaluate(trajectory, {
-        runtime: s.runtime,
-        workDir: s.runtime.workDir,
-        agent,
-        timeoutMs: s.budgetMs,
-        config: s.task.evaluator.config,
-        freshRuntime: () =>
-          deps.runtimes[s.task.runtime.backend].create({
-            sessionId: `${s.job.session_id}.eval`,
-            image: s.task.runtime.image,
-            env: s.task.runtime.env,
-            limits: s.task.runtime.limits,
-            proxyUrl: deps.proxyUrl,
-          }),
-      });
-      if (evaluation.trace_rewards && evaluation.trace_rewards.length !== trajectory.traces.length) {
-        evalError = `evaluator ${s.evaluator.name} gave ${evaluation.trace_rewards.length} trace rewards for ${trajectory.traces.length} traces`;
-      }
-    } catch (err) {
-      evalError = `evaluator ${s.evaluator.name} failed: ${(err as Error).message}`;
-    }
-    if (evalError) {
-      trajectory = { ...trajectory, status: "ERROR", error: trajectory.error ?? evalError };
-      evaluation = null;
-    }
-    const reward = evaluation ? evaluation.outcome_reward : null;
-    trajectory.traces = trajectory.traces.map((t, i) => ({
-      ...t,
-      reward: evaluation ? (evaluation.trace_rewards?.[i] ?? evaluation.outcome_reward) : null,
-    }));
+    // Only a COMPLETED session is evaluated; a failing evaluator makes the session ERROR.
+    const evaluated = await evaluateSession(s.evaluator, trajectory, {
+      runtime: s.runtime,
+      workDir: s.runtime.workDir,
+      agent,
+      timeoutMs: s.budgetMs,
+      config: s.task.evaluator.config,
+      freshRuntime: () => s.fresh.get(),
+    });
+    trajectory = evaluated.trajectory;
     const result: SessionResult = {
       v: 1,
       task_id: s.job.task_id,
@@ -86,9 +68,9 @@ export async function postrunSession(deps: SessionDeps, s: RanSession): Promise<
       sample_index: s.job.sample_index,
       attempt: s.attempt,
       status: trajectory.status,
-      reward,
+      reward: evaluated.reward,
       timings: {
-        queued_at: null,
+        queued_at: s.msg.sentAt ? new Date(s.msg.sentAt).toISOString() : null,
         init_ms: s.initMs,
         ready_wait_ms: s.readyWaitMs,
         run_ms: s.runMs,
@@ -96,19 +78,17 @@ export async function postrunSession(deps: SessionDeps, s: RanSession): Promise<
         finished_at: new Date().toISOString(),
       },
       agent: { exit_code: agent.exitCode, timed_out: agent.timedOut, final_answer: agent.finalAnswer },
-      evaluation: evaluation
-        ? {
-            evaluator: s.evaluator.name,
-            outcome_reward: evaluation.outcome_reward,
-            ...(evaluation.trace_rewards ? { trace_rewards: evaluation.trace_rewards } : {}),
-            metadata: evaluation.metadata,
-          }
-        : null,
+      evaluation: evaluated.record,
       trajectory,
-      error: trajectory.error ?? evalError,
+      error: trajectory.error ?? evaluated.error,
     };
     await commitResult(deps, s.job, result);
   } finally {
-    await s.runtime.stop().catch((err) => deps.log(`session ${s.job.session_id}: teardown: ${(err as Error).message}`));
+    await Promise.all([
+      s.runtime
+        .stop()
+        .catch((err) => deps.log(`session ${s.job.session_id}: teardown: ${(err as Error).message}`)),
+      s.fresh.dispose(),
+    ]);
   }
 }

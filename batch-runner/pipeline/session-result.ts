@@ -26,10 +26,18 @@ export function emptyTrajectory(status: TrajectoryStatus, builder: string, error
  * first, its result stands and this one is dropped, so each session ends exactly once. Then writes
  * the group shard if this was the task's last session, and sends the completion notice.
  */
-export async function commitResult(deps: SessionDeps, job: SessionJob, result: SessionResult): Promise<boolean> {
-  const written = await deps.store.putIfAbsent(keys.result(job.task_id, job.session_id), JSON.stringify(result), {
-    contentType: "application/json",
-  });
+export async function commitResult(
+  deps: SessionDeps,
+  job: SessionJob,
+  result: SessionResult,
+): Promise<boolean> {
+  const written = await deps.store.putIfAbsent(
+    keys.result(job.task_id, job.session_id),
+    JSON.stringify(result),
+    {
+      contentType: "application/json",
+    },
+  );
   if (!written) {
     deps.log(`session ${job.session_id}: a result already exists (duplicate delivery); keeping the first`);
   } else {
@@ -61,6 +69,7 @@ export function terminalResult(
   attempt: number,
   status: TrajectoryStatus,
   error: string,
+  sentAt?: number,
 ): SessionResult {
   return {
     v: 1,
@@ -71,7 +80,7 @@ export function terminalResult(
     status,
     reward: null,
     timings: {
-      queued_at: null,
+      queued_at: sentAt ? new Date(sentAt).toISOString() : null,
       init_ms: null,
       ready_wait_ms: null,
       run_ms: null,

@@ -6,7 +6,11 @@ import type { PreparedSession, RanSession, SessionDeps } from "./session-types.t
  * (`timeout_seconds`), on cancellation, or on shutdown (`signal`). Never throws for the harness's
  * sake: a crash or timeout is data for POSTRUN.
  */
-export async function runSession(deps: SessionDeps, s: PreparedSession, signal: AbortSignal): Promise<RanSession> {
+export async function runSession(
+  deps: SessionDeps,
+  s: PreparedSession,
+  signal: AbortSignal,
+): Promise<RanSession> {
   const readyWaitMs = Date.now() - s.preparedAt;
   if (await isCancelled(deps.store, s.task.task_id)) {
     return { ...s, exec: null, cancelled: true, runMs: 0, readyWaitMs };

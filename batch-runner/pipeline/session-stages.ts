@@ -1,7 +1,7 @@
 import type { QueueMessage } from "../queue/queue.ts";
-import { commitResult, terminalResult } from "./session-result.ts";
-import { initSession, PoisonMessageError, parseJob } from "./session-init.ts";
+import { initSession, PoisonMessageError, parseJob, TaskConfigError } from "./session-init.ts";
 import { postrunSession } from "./session-postrun.ts";
+import { commitResult, terminalResult } from "./session-result.ts";
 import { runSession } from "./session-run.ts";
 import type { PreparedSession, RanSession, SessionDeps } from "./session-types.ts";
 import type { InitOutcome, PipelineStages } from "./staged-pipeline.ts";
@@ -15,7 +15,13 @@ export function sessionStages(deps: SessionDeps): PipelineStages<PreparedSession
         await commitResult(
           deps,
           out.job,
-          terminalResult(out.job, out.attempt, "ERROR", `task ${out.job.task_id} was cancelled before it ran`),
+          terminalResult(
+            out.job,
+            out.attempt,
+            "ERROR",
+            `task ${out.job.task_id} was cancelled before it ran`,
+            msg.sentAt,
+          ),
         );
         return { kind: "done" };
       }
@@ -23,7 +29,9 @@ export function sessionStages(deps: SessionDeps): PipelineStages<PreparedSession
     },
     run: (s, signal) => runSession(deps, s, signal),
     postrun: (s) => postrunSession(deps, s),
-    discard: (s) => s.runtime.stop(),
+    discard: async (s) => {
+      await Promise.allSettled([s.runtime.stop(), s.fresh.dispose()]);
+    },
     onFailure: (msg, err) => onFailure(deps, msg, err),
   };
 }
@@ -32,9 +40,17 @@ export function sessionStages(deps: SessionDeps): PipelineStages<PreparedSession
  * A failed delivery is retried with backoff; the last allowed one records the session as ERROR (so
  * the task's group still completes and nothing waits forever) and goes to the dead-letter queue.
  */
-async function onFailure(deps: SessionDeps, msg: QueueMessage, err: unknown): Promise<"release" | "ack" | number> {
+async function onFailure(
+  deps: SessionDeps,
+  msg: QueueMessage,
+  err: unknown,
+): Promise<"release" | "ack" | number> {
   const message = err instanceof Error ? err.message : String(err);
-  const last = msg.receiveCount >= deps.maxReceives || err instanceof PoisonMessageError;
+  // Retrying cannot fix a bad message or a task that names an unknown harness: record it now.
+  const last =
+    msg.receiveCount >= deps.maxReceives ||
+    err instanceof PoisonMessageError ||
+    err instanceof TaskConfigError;
   deps.log(`message ${msg.messageId} (delivery ${msg.receiveCount}/${deps.maxReceives}) failed: ${message}`);
   if (!last) return Math.min(2 ** (msg.receiveCount - 1), 30);
   if (!(err instanceof PoisonMessageError)) {
@@ -47,7 +63,10 @@ async function onFailure(deps: SessionDeps, msg: QueueMessage, err: unknown): Pr
           job,
           msg.receiveCount - 1,
           "ERROR",
-          `gave up after ${msg.receiveCount} deliveries: ${message}`,
+          err instanceof TaskConfigError
+            ? message
+            : `gave up after ${msg.receiveCount} deliveries: ${message}`,
+          msg.sentAt,
         ),
       );
     } catch (e) {

@@ -2,6 +2,7 @@ import type { SessionJob, TaskRequest } from "../../shared/schemas/task.ts";
 import type { Trajectory } from "../../shared/schemas/trajectory.ts";
 import type { ObjectStore } from "../../shared/store/object-store.ts";
 import type { Evaluator } from "../evaluation/evaluator.ts";
+import type { FreshRuntimes } from "../evaluation/fresh-runtime.ts";
 import type { HarnessInvocation, HarnessPreset } from "../harness/preset.ts";
 import type { Queue, QueueMessage } from "../queue/queue.ts";
 import type { ExecResult, Runtime, RuntimeFactory } from "../runtime/runtime.ts";
@@ -35,10 +36,7 @@ export interface SessionDeps {
     status: Trajectory["status"];
   }): Promise<Trajectory>;
   /** Writes the group shard if every session of the task has a result; null otherwise. */
-  writeShard(opts: {
-    store: ObjectStore;
-    task: TaskRequest;
-  }): Promise<WrittenGroupShard | null>;
+  writeShard(opts: { store: ObjectStore; task: TaskRequest }): Promise<WrittenGroupShard | null>;
   /** Completion notice for a task whose last session is terminal. */
   onTaskComplete?(task: TaskRequest, shard: WrittenGroupShard): Promise<void>;
   /** After this many deliveries a failing job is recorded as ERROR and dead-lettered. */
@@ -62,6 +60,8 @@ export interface PreparedSession {
   runtime: Runtime;
   preset: HarnessPreset;
   evaluator: Evaluator;
+  /** Fresh runtimes for the evaluator; prewarmed during INIT when it says it needs one. */
+  fresh: FreshRuntimes;
   invocation: HarnessInvocation;
   budgetMs: number;
   initMs: number;

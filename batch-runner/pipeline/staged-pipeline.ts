@@ -193,6 +193,7 @@ export class StagedPipeline<P, R> {
       }
       if (initOut.kind === "done") {
         releaseInitSlot();
+        heartbeat.stop();
         await this.queue.ack(msg);
         outcome = "skipped";
         return;
@@ -250,9 +251,12 @@ export class StagedPipeline<P, R> {
         this.postrunSlots.release();
         this.opts.onStage?.("postrun", Date.now() - started);
       }
+      // No extend may race the delete.
+      heartbeat.stop();
       await this.queue.ack(msg);
       outcome = "completed";
     } catch (err) {
+      heartbeat.stop();
       releaseInitSlot();
       const shutdown =
         err instanceof ShutdownError ||

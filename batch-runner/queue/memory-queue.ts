@@ -13,6 +13,7 @@ interface Entry {
   id: string;
   body: string;
   receiveCount: number;
+  sentAt: number;
   /** ms epoch from which the message may be received again. */
   visibleAt: number;
   /** The receipt of the latest delivery; older receipts can no longer ack or extend. */
@@ -43,7 +44,7 @@ export class MemoryQueue implements Queue {
   async send(bodies: string[]): Promise<void> {
     for (const body of bodies) {
       const id = `m${++this.nextId}`;
-      this.entries.set(id, { id, body, receiveCount: 0, visibleAt: 0, receipt: null });
+      this.entries.set(id, { id, body, receiveCount: 0, sentAt: Date.now(), visibleAt: 0, receipt: null });
     }
     this.wake();
   }
@@ -97,7 +98,11 @@ export class MemoryQueue implements Queue {
     for (const entry of [...this.entries.values()]) {
       if (out.length >= max) break;
       if (entry.visibleAt > now) continue;
-      if (this.deadLetter && this.maxReceiveCount !== undefined && entry.receiveCount >= this.maxReceiveCount) {
+      if (
+        this.deadLetter &&
+        this.maxReceiveCount !== undefined &&
+        entry.receiveCount >= this.maxReceiveCount
+      ) {
         // SQS moves the message when a receive would exceed maxReceiveCount.
         this.entries.delete(entry.id);
         void this.deadLetter.send([entry.body]);
@@ -106,7 +111,13 @@ export class MemoryQueue implements Queue {
       entry.receiveCount++;
       entry.visibleAt = now + visibilityMs;
       entry.receipt = `${entry.id}#${entry.receiveCount}`;
-      out.push({ handle: entry.receipt, messageId: entry.id, body: entry.body, receiveCount: entry.receiveCount });
+      out.push({
+        handle: entry.receipt,
+        messageId: entry.id,
+        body: entry.body,
+        receiveCount: entry.receiveCount,
+        sentAt: entry.sentAt,
+      });
     }
     return out;
   }

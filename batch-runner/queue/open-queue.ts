@@ -20,5 +20,7 @@ export function openQueue(spec: string, opts: OpenQueueOptions = {}): Queue {
     });
   }
   if (/^https?:\/\//.test(spec)) return new SqsQueue({ url: spec });
-  throw new Error(`queue ${JSON.stringify(spec)}: expected "memory" or an SQS queue URL (https://sqs.../123/name)`);
+  throw new Error(
+    `queue ${JSON.stringify(spec)}: expected "memory" or an SQS queue URL (https://sqs.../123/name)`,
+  );
 }

@@ -6,6 +6,8 @@ export interface QueueMessage {
   body: string;
   /** 1 on first delivery. */
   receiveCount: number;
+  /** When the message was first sent (ms since the epoch), if the backend says. */
+  sentAt?: number;
 }
 
 export interface ReceiveOptions {

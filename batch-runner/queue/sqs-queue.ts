@@ -60,7 +60,7 @@ export class SqsQueue implements Queue {
           MaxNumberOfMessages: Math.min(Math.max(max, 1), SQS_BATCH),
           WaitTimeSeconds: Math.min(opts.waitSeconds ?? 0, 20),
           VisibilityTimeout: opts.visibilityTimeoutSeconds,
-          MessageSystemAttributeNames: ["ApproximateReceiveCount"],
+          MessageSystemAttributeNames: ["ApproximateReceiveCount", "SentTimestamp"],
           // Older SQS-compatible servers only know the deprecated name.
           AttributeNames: ["All"],
         }),
@@ -71,6 +71,7 @@ export class SqsQueue implements Queue {
         messageId: m.MessageId ?? "",
         body: m.Body ?? "",
         receiveCount: Number(m.Attributes?.ApproximateReceiveCount ?? "1"),
+        sentAt: m.Attributes?.SentTimestamp ? Number(m.Attributes.SentTimestamp) : undefined,
       }));
     } catch (err) {
       if (opts.signal?.aborted) return [];
@@ -115,7 +116,8 @@ export function sqsClientConfig(url: string, endpoint?: string, region?: string)
   const local = resolved !== undefined && !new URL(resolved).hostname.endsWith(".amazonaws.com");
   const hasCreds = Boolean(process.env.AWS_ACCESS_KEY_ID || process.env.AWS_PROFILE);
   return {
-    region: region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? regionOf(url) ?? "us-east-1",
+    region:
+      region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? regionOf(url) ?? "us-east-1",
     endpoint: resolved,
     credentials: local && !hasCreds ? { accessKeyId: "local", secretAccessKey: "local" } : undefined,
   };

@@ -35,9 +35,10 @@ export async function loadCaptures(
     while (next < listed.length) {
       const i = next++;
       const key = listed[i];
+      // A store error propagates (the caller retries); only a damaged object is left out.
+      const bytes = await store.get(key);
+      if (bytes === null) continue; // deleted between list and get
       try {
-        const bytes = await store.get(key);
-        if (bytes === null) continue; // deleted between list and get
         const capture = await decodeCapture(bytes);
         if (capture.session_id !== sessionId || capture.task_id !== taskId) {
           throw new Error(`record names task ${capture.task_id} session ${capture.session_id}`);

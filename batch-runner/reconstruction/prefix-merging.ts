@@ -119,7 +119,8 @@ function sharesHalfOfLastPrompt(
   h2: Int32Array,
 ): boolean {
   const len = c.halfPromptLength;
-  if (len > prompt.length || h1[len] !== c.halfPromptHash.h1 || h2[len] !== c.halfPromptHash.h2) return false;
+  if (len === 0 || len > prompt.length || h1[len] !== c.halfPromptHash.h1 || h2[len] !== c.halfPromptHash.h2)
+    return false;
   const last = c.turns[c.turns.length - 1].prompt;
   for (let i = 0; i < len; i++) if (prompt[i] !== last[i]) return false;
   return true;

@@ -38,11 +38,11 @@ export async function reconstructTask(opts: {
   const stored = await readTask(store, taskId);
   const builder = stored?.builder ?? BuilderSpec.parse({});
   const numSamples = stored?.num_samples ?? all.length;
-  const wanted = opts.sessionId === undefined ? all : [opts.sessionId];
+  // A session without captures gets no result: writing an empty COMPLETED one would hide the mistake.
+  const wanted = opts.sessionId === undefined ? all : all.filter((s) => s === opts.sessionId);
   const results: SessionResult[] = [];
   for (const sessionId of wanted) {
     const started = performance.now();
-    const index = all.indexOf(sessionId);
     let trajectory: Trajectory;
     let attempt = 0;
     let error: string | null = null;
@@ -60,7 +60,7 @@ export async function reconstructTask(opts: {
       task_id: taskId,
       session_id: sessionId,
       // Hosted sessions have no sample index of their own: their place among the task's sessions.
-      sample_index: index < 0 ? all.length : index,
+      sample_index: all.indexOf(sessionId),
       attempt,
       status: error ? "ERROR" : "COMPLETED",
       reward: null,

@@ -1,7 +1,6 @@
 import { cleanEnv, HostDirRuntime, type WrappedCommand } from "./host-dir-runtime.ts";
 import { runtimeIdOf } from "./process.ts";
 import type { Runtime, RuntimeFactory, RuntimeSpecInput } from "./runtime.ts";
-import { spawnGroup } from "./spawn-group.ts";
 import {
   bridgedArgv,
   HOST_NODE_DIR,
@@ -10,7 +9,8 @@ import {
   sandboxProxyUrl,
   startHostBridge,
 } from "./socket-bridge.ts";
-import { createSessionDirs, defaultSessionsRoot, type SessionDirs } from "./work-dirs.ts";
+import { spawnGroup } from "./spawn-group.ts";
+import { createSessionDirs, defaultSessionsRoot, existingPaths, type SessionDirs } from "./work-dirs.ts";
 
 export interface ApptainerOptions {
   sessionsRoot?: string;
@@ -20,6 +20,8 @@ export interface ApptainerOptions {
   mode?: "exec" | "instance";
   /** Passes `--nv` (NVIDIA GPUs) when the task asks for GPUs. */
   nv?: boolean;
+  /** Host paths bound read-only at the same path (e.g. the harness cache). */
+  readOnlyBinds?: string[];
 }
 
 /**
@@ -36,10 +38,18 @@ export class ApptainerRuntime extends HostDirRuntime {
   private readonly bin: string;
   private readonly mode: "exec" | "instance";
   private readonly gpus: boolean;
+  private readonly readOnly: string[];
 
-  constructor(id: string, dirs: SessionDirs, spec: RuntimeSpecInput, bridge: HostBridge, opts: ApptainerOptions) {
+  constructor(
+    id: string,
+    dirs: SessionDirs,
+    spec: RuntimeSpecInput,
+    bridge: HostBridge,
+    opts: ApptainerOptions,
+  ) {
     super();
-    if (!spec.image) throw new Error("runtime.image is required for the apptainer backend (a .sif or docker:// URI)");
+    if (!spec.image)
+      throw new Error("runtime.image is required for the apptainer backend (a .sif or docker:// URI)");
     this.id = id;
     this.dirs = dirs;
     this.bridge = bridge;
@@ -47,6 +57,7 @@ export class ApptainerRuntime extends HostDirRuntime {
     this.bin = opts.bin ?? "apptainer";
     this.mode = opts.mode ?? "exec";
     this.gpus = (opts.nv ?? true) && (spec.limits.gpus ?? 0) > 0;
+    this.readOnly = existingPaths(opts.readOnlyBinds);
     this.proxyUrl = sandboxProxyUrl(spec.proxyUrl);
     this.baseEnv = cleanEnv(dirs.homeDir, spec.env);
   }
@@ -60,11 +71,12 @@ export class ApptainerRuntime extends HostDirRuntime {
     if (this.mode !== "instance") return;
     const argv = [this.bin, "instance", "start", ...this.containerFlags(), this.image, this.instanceName];
     const res = await spawnGroup(argv, { env: hostEnv(), cwd: this.dirs.root, timeoutMs: 120_000 });
-    if (res.exitCode !== 0) throw new Error(`apptainer instance start failed (${res.exitCode}): ${res.stderr.trim()}`);
+    if (res.exitCode !== 0)
+      throw new Error(`apptainer instance start failed (${res.exitCode}): ${res.stderr.trim()}`);
   }
 
   containerFlags(): string[] {
-    return apptainerFlags({ dirs: this.dirs, gpus: this.gpus });
+    return apptainerFlags({ dirs: this.dirs, gpus: this.gpus, readOnly: this.readOnly });
   }
 
   protected wrap(argv: string[], cwd: string, env: Record<string, string>): WrappedCommand {
@@ -90,7 +102,7 @@ export class ApptainerRuntime extends HostDirRuntime {
 }
 
 /** Container flags shared by `exec` and `instance start` (exported for the argv unit tests). */
-export function apptainerFlags(o: { dirs: SessionDirs; gpus: boolean }): string[] {
+export function apptainerFlags(o: { dirs: SessionDirs; gpus: boolean; readOnly?: string[] }): string[] {
   return [
     "--containall",
     "--net",
@@ -106,6 +118,7 @@ export function apptainerFlags(o: { dirs: SessionDirs; gpus: boolean }): string[
     `${HOST_NODE_DIR}:${HOST_NODE_DIR}:ro`,
     "--bind",
     `${SANDBOX_BRIDGE_SCRIPT}:${SANDBOX_BRIDGE_SCRIPT}:ro`,
+    ...(o.readOnly ?? []).flatMap((p) => ["--bind", `${p}:${p}:ro`]),
     ...(o.gpus ? ["--nv"] : []),
   ];
 }

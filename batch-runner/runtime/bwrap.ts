@@ -9,12 +9,14 @@ import {
   sandboxProxyUrl,
   startHostBridge,
 } from "./socket-bridge.ts";
-import { createSessionDirs, defaultSessionsRoot, type SessionDirs } from "./work-dirs.ts";
+import { createSessionDirs, defaultSessionsRoot, existingPaths, type SessionDirs } from "./work-dirs.ts";
 
 export interface BwrapOptions {
   sessionsRoot?: string;
   /** The bwrap binary (tests may point at a wrapper). */
   bwrapBin?: string;
+  /** Host paths bound read-only at the same path when an image root hides the host's (e.g. the harness cache). */
+  readOnlyBinds?: string[];
 }
 
 /**
@@ -29,20 +31,22 @@ export class BwrapRuntime extends HostDirRuntime {
   private readonly bridge: HostBridge;
   private readonly image: string | undefined;
   private readonly bwrapBin: string;
+  private readonly readOnly: string[];
 
-  constructor(id: string, dirs: SessionDirs, spec: RuntimeSpecInput, bridge: HostBridge, bwrapBin: string) {
+  constructor(id: string, dirs: SessionDirs, spec: RuntimeSpecInput, bridge: HostBridge, opts: BwrapOptions) {
     super();
+    this.readOnly = existingPaths(opts.readOnlyBinds);
     this.id = id;
     this.dirs = dirs;
     this.bridge = bridge;
     this.image = spec.image;
-    this.bwrapBin = bwrapBin;
+    this.bwrapBin = opts.bwrapBin ?? "bwrap";
     this.proxyUrl = sandboxProxyUrl(spec.proxyUrl);
     this.baseEnv = cleanEnv(dirs.homeDir, spec.env);
   }
 
   protected wrap(argv: string[], cwd: string, env: Record<string, string>): WrappedCommand {
-    const args = bwrapArgs({ dirs: this.dirs, image: this.image, cwd });
+    const args = bwrapArgs({ dirs: this.dirs, image: this.image, cwd, readOnly: this.readOnly });
     const inner = bridgedArgv(`${HOST_NODE_DIR}/bin/node`, this.bridge.socketPath, argv);
     // bwrap hands its own environment to the sandbox: the clean session env is all it gets.
     return { argv: [this.bwrapBin, ...args, "--", ...inner], env: env };
@@ -54,11 +58,16 @@ export class BwrapRuntime extends HostDirRuntime {
 }
 
 /** The bwrap flags for one exec (exported for the argv unit tests). */
-export function bwrapArgs(o: { dirs: SessionDirs; image?: string; cwd: string }): string[] {
+export function bwrapArgs(o: {
+  dirs: SessionDirs;
+  image?: string;
+  cwd: string;
+  readOnly?: string[];
+}): string[] {
   const root = o.image ? ["--ro-bind", o.image, "/"] : ["--ro-bind", "/", "/"];
-  // With an image root the host's node and the bridge script must be brought in explicitly.
+  // With an image root the host's node, the bridge script and the harness cache are brought in.
   const bridgeBinds = o.image
-    ? ["--ro-bind", HOST_NODE_DIR, HOST_NODE_DIR, "--ro-bind", SANDBOX_BRIDGE_SCRIPT, SANDBOX_BRIDGE_SCRIPT]
+    ? [HOST_NODE_DIR, SANDBOX_BRIDGE_SCRIPT, ...(o.readOnly ?? [])].flatMap((p) => ["--ro-bind", p, p])
     : [];
   return [
     "--die-with-parent",
@@ -95,7 +104,7 @@ export function bwrapRuntimeFactory(opts: BwrapOptions = {}): RuntimeFactory {
       const id = runtimeIdOf(spec.sessionId);
       const dirs = await createSessionDirs(opts.sessionsRoot ?? defaultSessionsRoot(), id);
       const bridge = await startHostBridge(dirs.runDir, spec.proxyUrl);
-      return new BwrapRuntime(id, dirs, spec, bridge, opts.bwrapBin ?? "bwrap");
+      return new BwrapRuntime(id, dirs, spec, bridge, opts);
     },
   };
 }

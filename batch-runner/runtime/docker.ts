@@ -1,7 +1,6 @@
 import { cleanEnv, HostDirRuntime, type WrappedCommand } from "./host-dir-runtime.ts";
 import { runtimeIdOf } from "./process.ts";
 import type { Runtime, RuntimeFactory, RuntimeSpecInput } from "./runtime.ts";
-import { spawnGroup } from "./spawn-group.ts";
 import {
   bridgedArgv,
   HOST_NODE_DIR,
@@ -10,12 +9,15 @@ import {
   sandboxProxyUrl,
   startHostBridge,
 } from "./socket-bridge.ts";
-import { createSessionDirs, defaultSessionsRoot, type SessionDirs } from "./work-dirs.ts";
+import { spawnGroup } from "./spawn-group.ts";
+import { createSessionDirs, defaultSessionsRoot, existingPaths, type SessionDirs } from "./work-dirs.ts";
 
 export interface DockerOptions {
   sessionsRoot?: string;
   /** `docker`, `podman`, or a stand-in in tests. */
   bin?: string;
+  /** Host paths bound read-only at the same path (e.g. the harness cache). */
+  readOnlyBinds?: string[];
 }
 
 /**
@@ -30,8 +32,15 @@ export class DockerRuntime extends HostDirRuntime {
   private readonly bridge: HostBridge;
   private readonly bin: string;
   private readonly spec: RuntimeSpecInput;
+  private readonly readOnly: string[];
 
-  constructor(id: string, dirs: SessionDirs, spec: RuntimeSpecInput, bridge: HostBridge, opts: DockerOptions) {
+  constructor(
+    id: string,
+    dirs: SessionDirs,
+    spec: RuntimeSpecInput,
+    bridge: HostBridge,
+    opts: DockerOptions,
+  ) {
     super();
     if (!spec.image) throw new Error("runtime.image is required for the docker backend (an image reference)");
     this.id = id;
@@ -39,6 +48,7 @@ export class DockerRuntime extends HostDirRuntime {
     this.bridge = bridge;
     this.spec = spec;
     this.bin = opts.bin ?? "docker";
+    this.readOnly = existingPaths(opts.readOnlyBinds);
     this.proxyUrl = sandboxProxyUrl(spec.proxyUrl);
     this.baseEnv = cleanEnv(dirs.homeDir, spec.env);
   }
@@ -48,7 +58,15 @@ export class DockerRuntime extends HostDirRuntime {
   }
 
   async start(): Promise<void> {
-    const argv = [this.bin, ...dockerRunArgs({ name: this.containerName, dirs: this.dirs, spec: this.spec })];
+    const argv = [
+      this.bin,
+      ...dockerRunArgs({
+        name: this.containerName,
+        dirs: this.dirs,
+        spec: this.spec,
+        readOnly: this.readOnly,
+      }),
+    ];
     const res = await spawnGroup(argv, { env: hostEnv(), cwd: this.dirs.root, timeoutMs: 300_000 });
     if (res.exitCode !== 0) throw new Error(`${this.bin} run failed (${res.exitCode}): ${res.stderr.trim()}`);
   }
@@ -72,13 +90,22 @@ export class DockerRuntime extends HostDirRuntime {
   }
 
   protected override async teardown(): Promise<void> {
-    await spawnGroup([this.bin, "rm", "-f", this.containerName], { env: hostEnv(), cwd: "/", timeoutMs: 60_000 });
+    await spawnGroup([this.bin, "rm", "-f", this.containerName], {
+      env: hostEnv(),
+      cwd: "/",
+      timeoutMs: 60_000,
+    });
     await this.bridge.close();
   }
 }
 
 /** `run` argv after the binary name (exported for the argv unit tests). */
-export function dockerRunArgs(o: { name: string; dirs: SessionDirs; spec: RuntimeSpecInput }): string[] {
+export function dockerRunArgs(o: {
+  name: string;
+  dirs: SessionDirs;
+  spec: RuntimeSpecInput;
+  readOnly?: string[];
+}): string[] {
   const { limits } = o.spec;
   const uid = process.getuid?.() ?? 0;
   const gid = process.getgid?.() ?? 0;
@@ -102,6 +129,7 @@ export function dockerRunArgs(o: { name: string; dirs: SessionDirs; spec: Runtim
     `${HOST_NODE_DIR}:${HOST_NODE_DIR}:ro`,
     "-v",
     `${SANDBOX_BRIDGE_SCRIPT}:${SANDBOX_BRIDGE_SCRIPT}:ro`,
+    ...(o.readOnly ?? []).flatMap((p) => ["-v", `${p}:${p}:ro`]),
     ...(limits.cpus ? ["--cpus", String(limits.cpus)] : []),
     ...(limits.memory_mb ? ["--memory", `${limits.memory_mb}m`] : []),
     ...(limits.gpus ? ["--gpus", String(limits.gpus)] : []),
@@ -113,7 +141,10 @@ export function dockerRunArgs(o: { name: string; dirs: SessionDirs; spec: Runtim
 }
 
 function hostEnv(): Record<string, string> {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/root" };
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: process.env.HOME ?? "/root",
+  };
   for (const k of ["DOCKER_HOST", "DOCKER_CONFIG", "CONTAINER_HOST", "XDG_RUNTIME_DIR"]) {
     if (process.env[k]) env[k] = process.env[k];
   }

@@ -1,6 +1,12 @@
 import type { ExecOptions, ExecResult, Runtime } from "./runtime.ts";
 import { spawnGroup } from "./spawn-group.ts";
-import { copyPath, hostPathOf, removeSessionDirs, type SessionDirs } from "./work-dirs.ts";
+import {
+  copyPath,
+  hostPathOf,
+  recordProcessGroup,
+  removeSessionDirs,
+  type SessionDirs,
+} from "./work-dirs.ts";
 
 /** How a backend turns "run argv in the session" into a host command line. */
 export interface WrappedCommand {
@@ -21,7 +27,7 @@ export abstract class HostDirRuntime implements Runtime {
   /** Environment every command gets before the session's and the call's own. */
   protected abstract readonly baseEnv: Record<string, string>;
   private stopped = false;
-  private readonly running = new Set<AbortController>();
+  private readonly running = new Map<AbortController, Promise<ExecResult>>();
 
   get workDir(): string {
     return this.dirs.workDir;
@@ -39,19 +45,21 @@ export abstract class HostDirRuntime implements Runtime {
     const cwd = opts.cwd ? hostPathOf(this.dirs, opts.cwd) : this.dirs.workDir;
     const wrapped = this.wrap(argv, cwd, { ...this.baseEnv, ...(opts.env ?? {}) });
     const abort = new AbortController();
-    this.running.add(abort);
     const signal = opts.signal ? AbortSignal.any([opts.signal, abort.signal]) : abort.signal;
+    const pending = spawnGroup(wrapped.argv, {
+      env: wrapped.env,
+      cwd: this.hostCwd(cwd),
+      timeoutMs: opts.timeoutMs,
+      stdin: opts.stdin,
+      onStdout: opts.onStdout,
+      onStderr: opts.onStderr,
+      signal,
+      onKill: wrapped.onKill,
+      onSpawn: (pgid) => recordProcessGroup(this.dirs, pgid),
+    });
+    this.running.set(abort, pending);
     try {
-      return await spawnGroup(wrapped.argv, {
-        env: wrapped.env,
-        cwd: this.hostCwd(cwd),
-        timeoutMs: opts.timeoutMs,
-        stdin: opts.stdin,
-        onStdout: opts.onStdout,
-        onStderr: opts.onStderr,
-        signal,
-        onKill: wrapped.onKill,
-      });
+      return await pending;
     } finally {
       this.running.delete(abort);
     }
@@ -73,7 +81,9 @@ export abstract class HostDirRuntime implements Runtime {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    for (const a of this.running) a.abort();
+    // Kill what still runs and wait for it, so teardown never races an exec.
+    for (const a of this.running.keys()) a.abort();
+    await Promise.allSettled(this.running.values());
     await this.teardown();
     await removeSessionDirs(this.dirs);
   }

@@ -9,15 +9,22 @@ export interface RuntimeFactoryOptions {
   /** Binaries per backend (e.g. `podman` for docker, or stand-ins in tests). */
   bins?: { bwrap?: string; apptainer?: string; docker?: string };
   apptainerMode?: "exec" | "instance";
+  /** Host paths every sandbox sees read-only at the same path (the harness cache). */
+  readOnlyBinds?: string[];
 }
 
 /** One factory per backend name of RuntimeSpec.backend; the pipeline picks by the task's runtime.backend. */
 export function runtimeFactories(opts: RuntimeFactoryOptions = {}): Record<string, RuntimeFactory> {
-  const sessionsRoot = opts.sessionsRoot;
+  const { sessionsRoot, readOnlyBinds } = opts;
   return {
     process: processRuntimeFactory({ sessionsRoot }),
-    bwrap: bwrapRuntimeFactory({ sessionsRoot, bwrapBin: opts.bins?.bwrap }),
-    apptainer: apptainerRuntimeFactory({ sessionsRoot, bin: opts.bins?.apptainer, mode: opts.apptainerMode }),
-    docker: dockerRuntimeFactory({ sessionsRoot, bin: opts.bins?.docker }),
+    bwrap: bwrapRuntimeFactory({ sessionsRoot, bwrapBin: opts.bins?.bwrap, readOnlyBinds }),
+    apptainer: apptainerRuntimeFactory({
+      sessionsRoot,
+      bin: opts.bins?.apptainer,
+      mode: opts.apptainerMode,
+      readOnlyBinds,
+    }),
+    docker: dockerRuntimeFactory({ sessionsRoot, bin: opts.bins?.docker, readOnlyBinds }),
   };
 }

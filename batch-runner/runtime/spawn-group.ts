@@ -13,6 +13,8 @@ export interface SpawnGroupOptions {
   onKill?: () => Promise<void> | void;
   /** Keep at most this many characters of each stream (the harness may be chatty). */
   maxOutputChars?: number;
+  /** Told the new process group's id (= the leader's pid), e.g. to record it for the orphan reaper. */
+  onSpawn?: (pgid: number) => void;
 }
 
 const DEFAULT_MAX_OUTPUT = 4 * 1024 * 1024;
@@ -35,6 +37,8 @@ export function spawnGroup(argv: string[], opts: SpawnGroupOptions): Promise<Exe
       detached: true,
       stdio: ["pipe", "pipe", "pipe"],
     });
+    if (child.pid !== undefined) opts.onSpawn?.(child.pid);
+    let extraKill: Promise<void> = Promise.resolve();
     const killGroup = () => {
       if (child.pid === undefined) return;
       try {
@@ -42,7 +46,8 @@ export function spawnGroup(argv: string[], opts: SpawnGroupOptions): Promise<Exe
       } catch {
         // Already gone.
       }
-      void opts.onKill?.();
+      // Awaited before exec resolves, so teardown never races the engine-side kill.
+      if (opts.onKill) extraKill = Promise.resolve(opts.onKill()).catch(() => {});
     };
     const timer =
       opts.timeoutMs !== undefined
@@ -79,7 +84,8 @@ export function spawnGroup(argv: string[], opts: SpawnGroupOptions): Promise<Exe
           // No process left in the group.
         }
       }
-      resolve({ exitCode, signal, timedOut, stdout, stderr, durationMs: Date.now() - started });
+      const durationMs = Date.now() - started;
+      void extraKill.then(() => resolve({ exitCode, signal, timedOut, stdout, stderr, durationMs }));
     };
     child.on("error", (err) => {
       stderr += `${err.message}\n`;

@@ -1,4 +1,5 @@
-import { cp, mkdir, rm } from "node:fs/promises";
+import { appendFileSync, existsSync } from "node:fs";
+import { cp, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 
@@ -25,14 +26,77 @@ export async function createSessionDirs(sessionsRoot: string, runtimeId: string)
     mkdir(dirs.homeDir, { recursive: true }),
     mkdir(dirs.runDir, { recursive: true }),
   ]);
+  await writeFile(join(dirs.runDir, OWNER_FILE), String(process.pid));
   return dirs;
+}
+
+const OWNER_FILE = "runner.pid";
+const PGIDS_FILE = "pgids";
+
+/** Remembers a process group started for the session, so a later runner can reap it if this one dies. */
+export function recordProcessGroup(dirs: SessionDirs, pgid: number): void {
+  try {
+    // Synchronous: it must land before the process can outlive a crash of this runner.
+    appendFileSync(join(dirs.runDir, PGIDS_FILE), `${pgid}\n`);
+  } catch {
+    // The session is being torn down.
+  }
+}
+
+/**
+ * Detached harness processes survive a runner killed with SIGKILL. A runner starting on the same
+ * sessions root kills the process groups of sessions whose runner is gone and removes their dirs.
+ */
+export async function reapOrphanedSessions(sessionsRoot: string): Promise<number> {
+  let reaped = 0;
+  let entries: string[];
+  try {
+    entries = await readdir(sessionsRoot);
+  } catch {
+    return 0;
+  }
+  for (const name of entries) {
+    const runDir = join(sessionsRoot, name, "run");
+    const owner = Number(await readFile(join(runDir, OWNER_FILE), "utf8").catch(() => "NaN"));
+    if (!Number.isInteger(owner) || owner === process.pid || isAlive(owner)) continue;
+    const pgids = (await readFile(join(runDir, PGIDS_FILE), "utf8").catch(() => ""))
+      .split("\n")
+      .map(Number)
+      .filter((n) => Number.isInteger(n) && n > 1);
+    for (const pgid of pgids) {
+      try {
+        process.kill(-pgid, "SIGKILL");
+      } catch {
+        // Already gone.
+      }
+    }
+    await rm(join(sessionsRoot, name), { recursive: true, force: true });
+    reaped++;
+  }
+  return reaped;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** The paths that exist (a bind of a missing path makes bwrap and container engines fail). */
+export function existingPaths(paths: string[] | undefined): string[] {
+  return (paths ?? []).filter((p) => existsSync(p));
 }
 
 /** Work and home are bind-mounted at their host paths in every backend, so one mapping serves all. */
 export function hostPathOf(dirs: SessionDirs, path: string): string {
   const host = isAbsolute(path) ? path : resolve(dirs.workDir, path);
   if (!host.startsWith(`${dirs.root}/`)) {
-    throw new Error(`path ${JSON.stringify(path)} is outside the session's work and home dirs (${dirs.root})`);
+    throw new Error(
+      `path ${JSON.stringify(path)} is outside the session's work and home dirs (${dirs.root})`,
+    );
   }
   return host;
 }

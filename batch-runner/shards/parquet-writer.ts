@@ -75,6 +75,7 @@ export function encodeShardParquet(rows: readonly ShardRow[]): Uint8Array {
     schema: SHARD_SCHEMA,
     rowGroupSize: 256,
     createdBy: "polar",
+    kvMetadata: [{ key: "polar.shard.version", value: "1" }],
   });
   return new Uint8Array(buffer);
 }

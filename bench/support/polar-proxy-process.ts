@@ -2,8 +2,9 @@
 // STORE is an `openStore` spec, or `discard` for a store that accepts and drops every object: the
 // capture is still built and encoded, only the write is skipped (benchmarks only; the product has
 // no such mode, a capture is never dropped).
-import type { ObjectStore } from "../../shared/store/object-store.ts";
+
 import { startNodeProxy } from "../../proxy-worker/node.ts";
+import type { ObjectStore } from "../../shared/store/object-store.ts";
 
 const [upstreamUrl, port, storeSpec] = process.argv.slice(2);
 

@@ -1,13 +1,7 @@
 // s3rver in its own process so its CPU is not charged to the load generator or the proxy.
-// `node bench/support/s3rver-process.ts PORT DIR`; creates bucket `polar-bench`.
-import S3rver from "s3rver";
+// `node bench/support/s3rver-process.ts`; prints `listening <endpoint>`; bucket `polar-bench`.
+import { startS3rver } from "../../test/support/s3rver.ts";
 
-const server = new S3rver({
-  port: Number(process.argv[2]),
-  address: "127.0.0.1",
-  directory: process.argv[3],
-  silent: true,
-  configureBuckets: [{ name: "polar-bench", configs: [] }],
-});
-await server.run();
-console.log(`listening ${process.argv[2]}`);
+const s3 = await startS3rver({ bucket: "polar-bench" });
+console.log(`listening ${s3.endpoint}`);
+process.once("SIGTERM", () => s3.stop().then(() => process.exit(0)));

@@ -63,7 +63,8 @@ for (let turn = 0; turn < maxTurns; turn++) {
       command = "";
     }
     const out = spawnSync("sh", ["-c", command], { encoding: "utf8", timeout: 60_000 });
-    const output = `${out.stdout ?? ""}${out.stderr ?? ""}`.slice(-8000) + (out.status ? `\n(exit ${out.status})` : "");
+    const output =
+      `${out.stdout ?? ""}${out.stderr ?? ""}`.slice(-8000) + (out.status ? `\n(exit ${out.status})` : "");
     process.stderr.write(`$ ${command}\n${output}\n`);
     messages.push({ role: "tool", tool_call_id: call.id, content: output || "(no output)" });
   }

@@ -93,6 +93,8 @@ export class PolarStack extends Stack {
           this.bucket.arnForObjects("tasks/*"),
           this.bucket.arnForObjects("results/*"),
           this.bucket.arnForObjects("trajectories/*"),
+          // GET /v1/tasks/{id} reports whether the task was cancelled.
+          this.bucket.arnForObjects("cancel/*"),
         ],
       }),
     );

@@ -16,13 +16,8 @@ interface NativeBuffer {
 const NativeBuffer = (globalThis as { Buffer?: NativeBuffer }).Buffer;
 
 export function bytesToBase64(bytes: Uint8Array): string {
-  if (NativeBuffer)
-    return NativeBuffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64");
-  let binary = "";
-  for (let i = 0; i < bytes.length; i += CHUNK) {
-    binary += String.fromCharCode.apply(null, bytes.subarray(i, i + CHUNK) as unknown as number[]);
-  }
-  return btoa(binary);
+  if (!NativeBuffer) return portable.encode(bytes);
+  return NativeBuffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64");
 }
 
 /** Throws `Base64Error` (never a DOMException) for text that is not canonical base64. */
@@ -30,15 +25,28 @@ export function base64ToBytes(text: string): Uint8Array<ArrayBuffer> {
   if (text.length % 4 !== 0 || !BASE64.test(text)) {
     throw new Base64Error(`not base64: expected [A-Za-z0-9+/] in groups of 4 with "=" padding`);
   }
-  if (NativeBuffer) {
-    const view = NativeBuffer.from(text, "base64");
-    return new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
-  }
-  const binary = atob(text);
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-  return bytes;
+  if (!NativeBuffer) return portable.decode(text);
+  const view = NativeBuffer.from(text, "base64");
+  return new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
 }
+
+/** The path used where there is no `Buffer` (exported so Node tests can check it). */
+export const portable = {
+  encode(bytes: Uint8Array): string {
+    let binary = "";
+    for (let i = 0; i < bytes.length; i += CHUNK) {
+      binary += String.fromCharCode.apply(null, bytes.subarray(i, i + CHUNK) as unknown as number[]);
+    }
+    return btoa(binary);
+  },
+  /** Expects text already checked against the base64 alphabet. */
+  decode(text: string): Uint8Array<ArrayBuffer> {
+    const binary = atob(text);
+    const bytes = new Uint8Array(binary.length);
+    for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+    return bytes;
+  },
+};
 
 /** RFC 4648 section 5 alphabet without padding, as used in tokens and URLs. */
 export function bytesToBase64Url(bytes: Uint8Array): string {

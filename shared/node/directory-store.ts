@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { link, mkdir, open, readdir, readFile, rename, unlink, writeFile } from "node:fs/promises";
+import { link, mkdir, open, readdir, readFile, rename, stat, unlink, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { compareBytes } from "../store/memory-store.ts";
@@ -42,7 +42,11 @@ export class DirectoryStore implements ObjectStore {
       await link(temp, path);
       return true;
     } catch (err) {
-      if (code(err) === "EEXIST") return false;
+      if (code(err) === "EEXIST") {
+        // A directory there means the key is a prefix of other keys, not an existing object.
+        if ((await stat(path).catch(() => null))?.isDirectory()) throw this.explain(err, key);
+        return false;
+      }
       if (!LINK_UNSUPPORTED.has(code(err) ?? "")) throw this.explain(err, key);
       return await this.createExclusive(path, key, body);
     } finally {

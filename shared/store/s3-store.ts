@@ -59,7 +59,10 @@ export class S3Store implements ObjectStore {
         if (status(err) === 412 || nameOf(err) === "PreconditionFailed") return false;
         // AWS answers 409 when another conditional write to the key is in flight; the retry
         // then sees the winner's object (412) or writes.
-        if ((status(err) === 409 || nameOf(err) === "ConditionalRequestConflict") && attempt < 5) continue;
+        if ((status(err) === 409 || nameOf(err) === "ConditionalRequestConflict") && attempt < 5) {
+          await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+          continue;
+        }
         if (status(err) === 501 || nameOf(err) === "NotImplemented") {
           this.capabilities.atomicPutIfAbsent = false;
           return this.headThenPut(key, body, opts);

@@ -71,27 +71,63 @@ async function agent(
         tools,
         chat_template_kwargs: { enable_thinking: opts.thinking },
       };
-      const res = await client.chat.completions.create(
-        params as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming,
-      );
-      const msg = res.choices[0].message as OpenAI.Chat.ChatCompletionMessage & { reasoning?: string };
+      const msg = opts.stream ? await streamed(client, params) : await complete(client, params);
       messages.push({
         role: "assistant",
         content: msg.content,
-        ...(msg.tool_calls ? { tool_calls: msg.tool_calls } : {}),
+        ...(msg.tool_calls.length > 0 ? { tool_calls: msg.tool_calls } : {}),
         ...(opts.passReasoning && msg.reasoning ? { reasoning_content: msg.reasoning } : {}),
       });
-      for (const call of msg.tool_calls ?? []) {
-        if (call.type !== "function") continue;
+      for (const call of msg.tool_calls) {
         messages.push({
           role: "tool",
           tool_call_id: call.id,
           content: `ran ${call.function.arguments}: a.txt`,
         });
       }
-      return (msg.tool_calls?.length ?? 0) > 0;
+      return msg.tool_calls.length > 0;
     },
   };
+}
+
+interface AssistantMessage {
+  content: string | null;
+  reasoning: string;
+  tool_calls: { id: string; type: "function"; function: { name: string; arguments: string } }[];
+}
+
+async function complete(client: OpenAI, params: object): Promise<AssistantMessage> {
+  const res = await client.chat.completions.create(
+    params as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming,
+  );
+  const msg = res.choices[0].message as OpenAI.Chat.ChatCompletionMessage & { reasoning?: string };
+  const calls = (msg.tool_calls ?? []).flatMap((c) => (c.type === "function" ? [c] : []));
+  return { content: msg.content, reasoning: msg.reasoning ?? "", tool_calls: calls };
+}
+
+/** Assembles a stream the way a harness does: deltas concatenated, tool calls by index. */
+async function streamed(client: OpenAI, params: object): Promise<AssistantMessage> {
+  const stream = await client.chat.completions.create({
+    ...(params as OpenAI.Chat.ChatCompletionCreateParamsStreaming),
+    stream: true,
+  });
+  let content = "";
+  let reasoning = "";
+  const calls: AssistantMessage["tool_calls"] = [];
+  for await (const chunk of stream) {
+    const delta = chunk.choices[0]?.delta as
+      | (OpenAI.Chat.ChatCompletionChunk.Choice.Delta & { reasoning?: string })
+      | undefined;
+    content += delta?.content ?? "";
+    reasoning += delta?.reasoning ?? "";
+    for (const tc of delta?.tool_calls ?? []) {
+      calls[tc.index] ??= { id: "", type: "function", function: { name: "", arguments: "" } };
+      if (tc.id) calls[tc.index].id = tc.id;
+      calls[tc.index].function.name += tc.function?.name ?? "";
+      calls[tc.index].function.arguments += tc.function?.arguments ?? "";
+    }
+  }
+  return { content: content || null, reasoning, tool_calls: calls };
 }
 
 async function runToEnd(a: Agent): Promise<void> {
@@ -174,7 +210,7 @@ describe("reconstruction of real proxy captures", () => {
     );
   });
 
-  it("keeps two interleaved sub-agents of one session apart", async () => {
+  it("keeps two interleaved sub-agents of one session apart (one of them streaming)", async () => {
     const main = await agent("sub-agents", {
       system: "You are the main agent.",
       thinking: true,
@@ -184,6 +220,7 @@ describe("reconstruction of real proxy captures", () => {
       system: "You are a sub-agent.",
       thinking: true,
       passReasoning: true,
+      stream: true,
     });
     let more = [true, true];
     while (more[0] || more[1]) more = [more[0] && (await main.step()), more[1] && (await sub.step())];
@@ -194,6 +231,7 @@ describe("reconstruction of real proxy captures", () => {
     });
     expect(trajectory.reconstruction_stats).toMatchObject({ captures: 6, chains: 2, prefix_breaks: 0 });
     const captures = await readCaptures(proxy.store, TASK, "sub-agents");
+    expect(captures.map((c) => c.stream)).toEqual([false, true, false, true, false, true]);
     const ids = captures.map((c) => c.capture_id);
     expect(trajectory.traces.map((t) => t.capture_ids)).toEqual([
       [ids[0], ids[2], ids[4]],

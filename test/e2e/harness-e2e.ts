@@ -1,16 +1,15 @@
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI_PRESETS, type CliHarnessName } from "../../batch-runner/harness/cli-presets.ts";
 import { defaultCacheDir, installHarness } from "../../batch-runner/harness/install.ts";
 import { loadCaptures } from "../../batch-runner/reconstruction/load-captures.ts";
-import { keys } from "../../shared/keys.ts";
 import { DirectoryStore } from "../../shared/node/directory-store.ts";
 import type { CaptureRecord } from "../../shared/schemas/capture.ts";
-import { SessionResult } from "../../shared/schemas/trajectory.ts";
+import type { SessionResult } from "../../shared/schemas/trajectory.ts";
+import { EVALUATOR, POLAR, readSessionResult, runProcess, scriptedTask } from "./polar-run-process.ts";
 import { auditStrace, connectsOtherThan, externalConnects, type StraceAudit } from "./strace-connects.ts";
 
 /*
@@ -19,58 +18,21 @@ import { auditStrace, connectsOtherThan, externalConnects, type StraceAudit } fr
  * whole `polar run` runs under strace, so every connect() of the harness is on record.
  */
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const POLAR = join(ROOT, "bin", "polar.js");
-const EVALUATOR = join(ROOT, "test", "e2e", "hello-file-evaluator.ts");
-
-export const INSTRUCTION = [
-  "Create hello.txt containing hi, read it back, then answer.",
-  "```polar-script",
-  "shell: echo hi > hello.txt",
-  "shell: cat hello.txt",
-  "say: Done.",
-  "```",
-].join("\n");
-
-const straceVersion = spawnSync("strace", ["-V"], { encoding: "utf8" });
-const HAVE_STRACE = straceVersion.status === 0;
+const HAVE_STRACE = spawnSync("strace", ["-V"]).status === 0;
 
 interface RunOutput {
   exitCode: number | null;
-  stderr: string;
+  output: string;
   result: SessionResult;
   captures: CaptureRecord[];
   audit: StraceAudit | null;
   proxyPort: number;
 }
 
-function portOf(stderr: string, label: string): number {
-  const match = new RegExp(`${label} at http://127\\.0\\.0\\.1:(\\d+)`).exec(stderr);
-  if (!match) throw new Error(`polar run did not print "${label} at ...":\n${stderr}`);
+function portOf(output: string, label: string): number {
+  const match = new RegExp(`${label} at http://127\\.0\\.0\\.1:(\\d+)`).exec(output);
+  if (!match) throw new Error(`polar run did not print "${label} at ...":\n${output}`);
   return Number(match[1]);
-}
-
-function runPolar(argv: string[], timeoutMs: number): Promise<{ code: number | null; stderr: string }> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(argv[0] as string, argv.slice(1), {
-      cwd: ROOT,
-      env: process.env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stderr = "";
-    child.stdout.on("data", (chunk) => {
-      stderr += chunk;
-    });
-    child.stderr.on("data", (chunk) => {
-      stderr += chunk;
-    });
-    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-    child.on("error", reject);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolvePromise({ code, stderr });
-    });
-  });
 }
 
 export function describeHarnessE2E(name: CliHarnessName): void {
@@ -85,17 +47,12 @@ export function describeHarnessE2E(name: CliHarnessName): void {
       // Shared with the runner's INIT (same default cache), so `polar run` finds it installed.
       await installHarness(preset, { log: (line) => console.log(`[${name}] ${line}`) });
       dir = await mkdtemp(join(tmpdir(), `harness-e2e-${name}-`));
-      const task = {
-        task_id: taskId,
-        instruction: INSTRUCTION,
-        timeout_seconds: 90,
-        agent: { harness: name, settings: { max_retries: 0 } },
-        builder: { strategy: "prefix_merging" },
+      const task = scriptedTask(name, taskId, {
         evaluator: {
           strategy: EVALUATOR,
           config: { file: "hello.txt", expect: "hi", artifacts: preset.artifacts },
         },
-      };
+      });
       const tasksFile = join(dir, "tasks.jsonl");
       await writeFile(tasksFile, `${JSON.stringify(task)}\n`);
       const traceFile = join(dir, "strace.txt");
@@ -113,26 +70,21 @@ export function describeHarnessE2E(name: CliHarnessName): void {
           ]
         : polar;
       if (!HAVE_STRACE) console.log(`[${name}] strace not found: the network audit is skipped`);
-      const run = await runPolar(argv, 150_000);
+      const run = await runProcess(argv, 150_000);
 
-      const store = new DirectoryStore(join(dir, "out", "store"));
-      const listed = await store.list(keys.resultsOfTask(taskId));
-      const key = listed[0];
-      if (!key) throw new Error(`polar run wrote no result (exit ${run.code}):\n${run.stderr}`);
-      const result = SessionResult.parse(
-        JSON.parse(new TextDecoder().decode((await store.get(key)) ?? new Uint8Array())),
-      );
-      const loaded = await loadCaptures(store, taskId, result.session_id);
+      const storeDir = join(dir, "out", "store");
+      const result = await readSessionResult(storeDir, taskId, run.output);
+      const loaded = await loadCaptures(new DirectoryStore(storeDir), taskId, result.session_id);
       const audit = HAVE_STRACE
         ? auditStrace(await readFile(traceFile, "utf8"), join(defaultCacheDir(), `${name}@${preset.version}`))
         : null;
       out = {
         exitCode: run.code,
-        stderr: run.stderr,
+        output: run.output,
         result,
         captures: loaded.captures,
         audit,
-        proxyPort: portOf(run.stderr, "proxy"),
+        proxyPort: portOf(run.output, "proxy"),
       };
     }, 300_000);
 
@@ -141,7 +93,7 @@ export function describeHarnessE2E(name: CliHarnessName): void {
     });
 
     it("exits cleanly and answers Done.", () => {
-      expect(out.exitCode, out.stderr).toBe(0);
+      expect(out.exitCode, out.output).toBe(0);
       expect(out.result.status, out.result.error ?? "").toBe("COMPLETED");
       expect(out.result.agent).toEqual({ exit_code: 0, timed_out: false, final_answer: "Done." });
     });

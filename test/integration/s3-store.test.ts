@@ -1,3 +1,5 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { CreateBucketCommand } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openStore } from "../../shared/node/open-store.ts";
@@ -69,6 +71,35 @@ describe("S3Store specifics", () => {
     await down.stop();
     await expect(store.put("k", "v")).rejects.toThrow(/PUT s3:\/\/polar-test\/k failed/);
     await expect(store.get("k")).rejects.toThrow(/GET/);
+  });
+
+  it("throws on a 5xx after the SDK's retries, for every operation", async () => {
+    // A real HTTP server that is "down for maintenance": every request gets 500 InternalError.
+    let requests = 0;
+    const broken = createServer((req, res) => {
+      requests++;
+      req.resume();
+      req.on("end", () => {
+        res.writeHead(500, { "content-type": "application/xml" });
+        res.end(
+          '<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code><Message>busy</Message></Error>',
+        );
+      });
+    });
+    await new Promise<void>((resolve) => broken.listen(0, "127.0.0.1", resolve));
+    const { port } = broken.address() as AddressInfo;
+    try {
+      const env = { ...s3.env, AWS_ENDPOINT_URL_S3: `http://127.0.0.1:${port}` };
+      const store = new S3Store({ bucket: "b", client: s3ClientFromEnv(env, { maxAttempts: 2 }) });
+      await expect(store.put("k", "v")).rejects.toThrow(/PUT s3:\/\/b\/k failed: InternalError \(HTTP 500\)/);
+      await expect(store.putIfAbsent("k", "v")).rejects.toThrow(/HTTP 500/);
+      await expect(store.get("k")).rejects.toThrow(/GET .*HTTP 500/);
+      await expect(store.list("")).rejects.toThrow(/LIST .*HTTP 500/);
+      await expect(store.delete("k")).rejects.toThrow(/DELETE .*HTTP 500/);
+      expect(requests).toBe(10);
+    } finally {
+      broken.close();
+    }
   });
 
   it("builds a working client from the standard AWS variables", async () => {

@@ -2,7 +2,7 @@
 // line onto bubblewrap so the docker/apptainer runtimes' lifecycle runs end to end on a machine
 // without those engines. Only the flags the runtimes use are understood; anything else fails loudly.
 import { spawn } from "node:child_process";
-import { appendFileSync, mkdirSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 export function stateDir(name) {

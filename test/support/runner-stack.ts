@@ -43,7 +43,11 @@ export async function startRunnerStack(): Promise<RunnerStack> {
 }
 
 /** A shell-harness task driven by a polar-script for the mini agent. */
-export function scriptedTask(taskId: string, steps: string[], extra: Partial<TaskRequestInput> = {}): TaskRequestInput {
+export function scriptedTask(
+  taskId: string,
+  steps: string[],
+  extra: Partial<TaskRequestInput> = {},
+): TaskRequestInput {
   return {
     task_id: taskId,
     instruction: scriptMessage(steps),
@@ -53,12 +57,20 @@ export function scriptedTask(taskId: string, steps: string[], extra: Partial<Tas
   };
 }
 
-export async function readResult(store: DirectoryStore, taskId: string, sessionId: string): Promise<SessionResult | null> {
+export async function readResult(
+  store: DirectoryStore,
+  taskId: string,
+  sessionId: string,
+): Promise<SessionResult | null> {
   const bytes = await store.get(keys.result(taskId, sessionId));
   return bytes ? SessionResult.parse(JSON.parse(new TextDecoder().decode(bytes))) : null;
 }
 
-export async function capturesOf(store: DirectoryStore, taskId: string, sessionId: string): Promise<CaptureRecord[]> {
+export async function capturesOf(
+  store: DirectoryStore,
+  taskId: string,
+  sessionId: string,
+): Promise<CaptureRecord[]> {
   const out: CaptureRecord[] = [];
   for (const key of await store.list(keys.capturesOfSession(taskId, sessionId))) {
     const bytes = await store.get(key);
@@ -67,7 +79,11 @@ export async function capturesOf(store: DirectoryStore, taskId: string, sessionI
   return out;
 }
 
-export async function waitFor<T>(probe: () => Promise<T | null | undefined | false>, what: string, ms = 20_000): Promise<T> {
+export async function waitFor<T>(
+  probe: () => Promise<T | null | undefined | false>,
+  what: string,
+  ms = 20_000,
+): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
     const v = await probe();

@@ -19,6 +19,7 @@
  *     (checked and written under a per-key lock, so it is atomic);
  *   "not-implemented": 501 NotImplemented, as some older compatible servers answer;
  *   "ignored": s3rver's own behaviour (the header is ignored and the PUT overwrites).
+ * Set S3RVER_DEBUG=1 to see s3rver's request log.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { createRequire } from "node:module";

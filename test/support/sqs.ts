@@ -6,7 +6,10 @@ export interface StartedSqs {
   endpoint: string;
   client: SQSClient;
   /** Creates a queue; with `dlq` it gets a RedrivePolicy to that queue after `maxReceiveCount` receives. */
-  createQueue(name: string, opts?: { dlq?: string; maxReceiveCount?: number; visibilityTimeout?: number }): Promise<string>;
+  createQueue(
+    name: string,
+    opts?: { dlq?: string; maxReceiveCount?: number; visibilityTimeout?: number },
+  ): Promise<string>;
   /** Credentials and endpoint for a child process (`polar runner` in fault tests). */
   env: Record<string, string>;
   stop(): Promise<void>;

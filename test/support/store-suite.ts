@@ -165,5 +165,20 @@ export function runStoreSuite(
       for (const key of keys) expect(text(await store.get(key))).toBe(key);
       expect(await store.list(p)).toEqual([...keys].sort());
     });
+
+    it("orders non-ASCII keys by UTF-8 bytes, as S3 does (not by UTF-16 code units)", async () => {
+      const store = await makeStore();
+      const p = fresh();
+      // UTF-16 puts the emoji (surrogate D83D) before U+FF5E; UTF-8 bytes put it after (F0 > EF).
+      const keys = [`${p}\u{1F600}.json`, `${p}\uFF5E.json`, `${p}\u00E9.json`, `${p}z.json`];
+      for (const key of keys) await store.put(key, key);
+      expect(await store.list(p)).toEqual([
+        `${p}z.json`,
+        `${p}\u00E9.json`,
+        `${p}\uFF5E.json`,
+        `${p}\u{1F600}.json`,
+      ]);
+      expect(text(await store.get(keys[0]))).toBe(keys[0]);
+    });
   });
 }

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { CaptureCodecError, decodeCapture, encodeCapture } from "../../shared/capture-codec.ts";
+import { base64ToBytes, bytesToBase64, portable } from "../../shared/encoding/base64.ts";
 import { gunzip, gzip } from "../../shared/encoding/gzip.ts";
 import { packTokenIds, unpackTokenIds } from "../../shared/encoding/token-packing.ts";
 import type { CaptureRecord } from "../../shared/schemas/capture.ts";
@@ -87,6 +88,17 @@ describe("capture codec", () => {
       extra: json,
       attempt: fc.nat(5),
       provider: fc.constantFrom("anthropic", "openai_chat", "openai_responses", "google" as const),
+      usage: fc.option(
+        fc.record(
+          { prompt_tokens: fc.nat(), completion_tokens: fc.nat(), cached_tokens: fc.nat() },
+          { requiredKeys: ["prompt_tokens", "completion_tokens"] },
+        ),
+        { nil: null },
+      ),
+      error: fc.option(fc.record({ status: fc.integer({ min: 100, max: 599 }), message: fc.string() }), {
+        nil: null,
+      }),
+      finish: fc.option(fc.constantFrom("stop", "length", "tool_calls"), { nil: null }),
     });
     await fc.assert(
       fc.asyncProperty(record, async (r) => {
@@ -100,6 +112,10 @@ describe("capture codec", () => {
           prompt_token_ids: r.ids,
           response_token_ids: r.out,
           response_logprobs: r.logprobs,
+          usage: r.usage,
+          error: r.error,
+          finish_reason: r.finish,
+          response: r.error ? null : base.response,
         };
         expect(await decodeCapture(await encodeCapture(rec))).toEqual(rec);
       }),
@@ -173,6 +189,18 @@ describe("capture codec", () => {
     stored.chat_request = { plain: "\u0000 kept as is" };
     const back = await decodeCapture(await gzip(new TextEncoder().encode(JSON.stringify(stored))));
     expect(back.chat_request).toEqual({ plain: "\u0000 kept as is" });
+  });
+
+  it("encodes base64 the same on the Buffer path (Node) and the btoa path (Workers)", () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 70_000 }), (bytes) => {
+        const text = bytesToBase64(bytes);
+        expect(portable.encode(bytes)).toBe(text);
+        expect(portable.decode(text)).toEqual(base64ToBytes(text));
+        expect(base64ToBytes(text)).toEqual(bytes);
+      }),
+      { numRuns: 60 },
+    );
   });
 
   it("refuses a gzip body that expands past the limit", async () => {

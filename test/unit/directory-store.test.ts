@@ -57,6 +57,7 @@ describe("DirectoryStore specifics", () => {
     const store = new DirectoryStore(join(root, "conflict"));
     await store.put("a/b", "1");
     await expect(store.put("a", "2")).rejects.toThrow(/both an object and a prefix/);
+    await expect(store.putIfAbsent("a", "2")).rejects.toThrow(/both an object and a prefix/);
     await expect(store.put("a/b/c", "3")).rejects.toThrow(/both an object and a prefix/);
     expect(await store.get("a")).toBeNull();
   });

@@ -1,4 +1,6 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { CLI_PRESETS } from "../../batch-runner/harness/cli-presets.ts";
 import {
   jsonLines,
   lastJsonDocument,
@@ -129,5 +131,18 @@ describe("Pi --mode json", () => {
     expect(parsePiJsonl(errored, 0)).toEqual({ finalAnswer: null, success: false });
     const killed = lines({ type: "message_end", message: msg("so far") });
     expect(parsePiJsonl(killed, null)).toEqual({ finalAnswer: "so far", success: false });
+  });
+});
+
+describe("recorded output of the real CLIs (test/fixtures/harness-output)", () => {
+  const fixtures = new URL("../fixtures/harness-output/", import.meta.url);
+
+  it.each(Object.entries(CLI_PRESETS))("%s: its preset reads the answer of a clean run", (name, preset) => {
+    const stdout = readFileSync(new URL(`${name}.stdout.txt`, fixtures), "utf8");
+    expect(preset.parseOutput(stdout, "", 0)).toEqual({ finalAnswer: "Done.", success: true });
+    // The same output with a failed exit status is not a success.
+    expect(preset.parseOutput(stdout, "", 1).success).toBe(false);
+    // Cut off mid-run (killed by the budget): never a success, never a throw.
+    expect(preset.parseOutput(stdout.slice(0, Math.floor(stdout.length / 2)), "", null).success).toBe(false);
   });
 });

@@ -14,7 +14,11 @@ async function until(cond: () => boolean, what: string, ms = 5000) {
 }
 
 /** Simulated stages that record what ran where, with a max-concurrency tracker per stage. */
-function simulated(opts: { initMs?: number; runMs?: number | ((body: string) => Promise<void>); failInit?: (m: QueueMessage) => boolean }) {
+function simulated(opts: {
+  initMs?: number;
+  runMs?: number | ((body: string) => Promise<void>);
+  failInit?: (m: QueueMessage) => boolean;
+}) {
   const live = { init: 0, ready: 0, run: 0, postrun: 0 };
   const max = { init: 0, ready: 0, run: 0, postrun: 0 };
   const log: string[] = [];
@@ -186,7 +190,11 @@ describe("StagedPipeline", () => {
   it("rejects impossible sizes", () => {
     const q = new MemoryQueue();
     const sim = simulated({});
-    expect(() => new StagedPipeline(q, sim.stages, { ...base, init: 0, ready: 1, run: 1, postrun: 1 })).toThrow(/init/);
-    expect(() => new StagedPipeline(q, sim.stages, { ...base, init: 1, ready: -1, run: 1, postrun: 1 })).toThrow(/ready/);
+    expect(
+      () => new StagedPipeline(q, sim.stages, { ...base, init: 0, ready: 1, run: 1, postrun: 1 }),
+    ).toThrow(/init/);
+    expect(
+      () => new StagedPipeline(q, sim.stages, { ...base, init: 1, ready: -1, run: 1, postrun: 1 }),
+    ).toThrow(/ready/);
   });
 });

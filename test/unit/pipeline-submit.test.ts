@@ -1,15 +1,19 @@
 import { describe, expect, it } from "vitest";
-import { keys } from "../../shared/keys.ts";
-import { SessionJob, StoredTask } from "../../shared/schemas/task.ts";
-import { MemoryStore } from "../../shared/store/memory-store.ts";
-import { shellQuote, renderCommand } from "../../batch-runner/harness/shell.ts";
+import { renderCommand, shellQuote } from "../../batch-runner/harness/shell.ts";
 import { MemoryQueue } from "../../batch-runner/queue/memory-queue.ts";
 import { parseTasksJsonl, sessionIdFor, submitTasks, TaskConflictError } from "../../batch-runner/submit.ts";
 import { isValidId } from "../../shared/ids.ts";
-import { AgentSpec } from "../../shared/schemas/task.ts";
+import { keys } from "../../shared/keys.ts";
+import { AgentSpec, SessionJob, StoredTask } from "../../shared/schemas/task.ts";
+import { MemoryStore } from "../../shared/store/memory-store.ts";
 
 const task = (id: string, extra: Record<string, unknown> = {}) =>
-  JSON.stringify({ task_id: id, instruction: "do it", agent: { harness: "shell", settings: { command: "true" } }, ...extra });
+  JSON.stringify({
+    task_id: id,
+    instruction: "do it",
+    agent: { harness: "shell", settings: { command: "true" } },
+    ...extra,
+  });
 
 describe("parseTasksJsonl", () => {
   it("reports every bad line with its number and the field path, and keeps the good ones", () => {
@@ -52,7 +56,9 @@ describe("submitTasks", () => {
     const { tasks } = parseTasksJsonl(task("t1", { num_samples: 12 }));
     const out = await submitTasks(store, queue, tasks, () => new Date("2026-01-02T03:04:05Z"));
     expect(out).toEqual({ tasks: 1, enqueued: 12, skipped: 0 });
-    const stored = StoredTask.parse(JSON.parse(new TextDecoder().decode((await store.get(keys.task("t1")))!)));
+    const stored = StoredTask.parse(
+      JSON.parse(new TextDecoder().decode((await store.get(keys.task("t1")))!)),
+    );
     expect(stored.submitted_at).toBe("2026-01-02T03:04:05.000Z");
     const jobs = queue.bodies().map((b) => SessionJob.parse(JSON.parse(b)));
     expect(jobs.map((j) => j.session_id)).toEqual(Array.from({ length: 12 }, (_, i) => `t1-${i}`));

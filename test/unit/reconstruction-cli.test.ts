@@ -95,6 +95,8 @@ describe("polar reconstruct", () => {
     const { dir } = await hostedStore();
     expect(await reconstruct.run(["--task", "other", "--store", dir])).toBe(1);
     expect(err.join("\n")).toContain("no captures under captures/other/");
+    expect(await reconstruct.run(["--task", TASK, "--session", "nobody", "--store", dir])).toBe(1);
+    expect(err.join("\n")).toContain(`no captures under captures/${TASK}/nobody/`);
     await expect(reconstruct.run(["--store", dir])).rejects.toThrow(UsageError);
     await expect(reconstruct.run(["--task", "../x", "--store", dir])).rejects.toThrow(/not a valid id/);
     await expect(reconstruct.run(["--task", TASK, "--store", "ftp://x"])).rejects.toThrow(UsageError);

@@ -72,3 +72,15 @@ describe("reconstructSession", () => {
     expect((await loadCaptures(s, TASK, "nobody")).captures).toEqual([]);
   });
 });
+
+describe("loadCaptures", () => {
+  it("lets a store error through instead of silently dropping the capture", async () => {
+    const s = await store(capture([1], [2]));
+    const failing = Object.assign(Object.create(s), {
+      get: async () => {
+        throw new Error("S3 503 SlowDown");
+      },
+    });
+    await expect(loadCaptures(failing, TASK, SESSION)).rejects.toThrow("SlowDown");
+  });
+});

@@ -6,8 +6,9 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bwrapRuntimeFactory } from "../../batch-runner/runtime/bwrap.ts";
+import { bwrapArgs, bwrapRuntimeFactory } from "../../batch-runner/runtime/bwrap.ts";
 import type { Runtime } from "../../batch-runner/runtime/runtime.ts";
+import { HOST_NODE_DIR, SANDBOX_BRIDGE_SCRIPT } from "../../batch-runner/runtime/socket-bridge.ts";
 
 /** bwrap needs user namespaces; CI images without it skip with this reason. */
 function bwrapProblem(): string | null {
@@ -21,11 +22,35 @@ if (problem) console.warn(`skipping bwrap runtime tests: ${problem}`);
 
 function listen(server: Server): Promise<string> {
   return new Promise((resolve) =>
-    server.listen(0, "127.0.0.1", () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)),
+    server.listen(0, "127.0.0.1", () =>
+      resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`),
+    ),
   );
 }
 
 const node = process.execPath;
+
+describe("bwrap command line", () => {
+  const dirs = { root: "/s/x", workDir: "/s/x/work", homeDir: "/s/x/home", runDir: "/s/x/run" };
+
+  it("unshares everything, mounts the host root read-only, and binds only the session dirs writable", () => {
+    const args = bwrapArgs({ dirs, cwd: "/s/x/work" });
+    expect(args.slice(0, 5)).toEqual(["--die-with-parent", "--unshare-all", "--ro-bind", "/", "/"]);
+    const writable = args.flatMap((a, i) => (a === "--bind" ? [args[i + 1]] : []));
+    expect(writable).toEqual(["/s/x/work", "/s/x/home", "/s/x/run"]);
+    // Session binds come after the fresh /tmp, or the tmpfs would hide them.
+    expect(args.indexOf("--bind")).toBeGreaterThan(args.lastIndexOf("--tmpfs"));
+    expect(args.slice(-2)).toEqual(["--chdir", "/s/x/work"]);
+    expect(args).not.toContain("--share-net");
+  });
+
+  it("with an image root, brings in node, the bridge script and extra read-only paths", () => {
+    const args = bwrapArgs({ dirs, cwd: "/s/x/work", image: "/images/root", readOnly: ["/cache"] });
+    expect(args.slice(2, 5)).toEqual(["--ro-bind", "/images/root", "/"]);
+    const ro = args.flatMap((a, i) => (a === "--ro-bind" ? [args[i + 1]] : []));
+    expect(ro).toEqual(["/images/root", HOST_NODE_DIR, SANDBOX_BRIDGE_SCRIPT, "/cache"]);
+  });
+});
 
 describe.skipIf(problem !== null)("bwrap runtime", () => {
   let root: string;

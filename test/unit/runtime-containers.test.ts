@@ -19,16 +19,46 @@ describe("container command lines", () => {
     const argv = dockerRunArgs({
       name: "polar-x",
       dirs,
-      spec: { sessionId: "x", image: "ghcr.io/acme/agent:1", env: {}, limits: { cpus: 2, memory_mb: 4096, gpus: 1 }, proxyUrl: "http://127.0.0.1:1" },
+      spec: {
+        sessionId: "x",
+        image: "ghcr.io/acme/agent:1",
+        env: {},
+        limits: { cpus: 2, memory_mb: 4096, gpus: 1 },
+        proxyUrl: "http://127.0.0.1:1",
+      },
     });
     const uid = process.getuid?.() ?? 0;
     const gid = process.getgid?.() ?? 0;
     expect(argv).toEqual([
-      "run", "-d", "--init", "--name", "polar-x", "--network", "none", "--user", `${uid}:${gid}`,
-      "-v", "/s/x/work:/s/x/work", "-v", "/s/x/home:/s/x/home", "-v", "/s/x/run:/s/x/run",
-      "-v", `${HOST_NODE_DIR}:${HOST_NODE_DIR}:ro`, "-v", `${SANDBOX_BRIDGE_SCRIPT}:${SANDBOX_BRIDGE_SCRIPT}:ro`,
-      "--cpus", "2", "--memory", "4096m", "--gpus", "1",
-      "--entrypoint", "sleep", "ghcr.io/acme/agent:1", "infinity",
+      "run",
+      "-d",
+      "--init",
+      "--name",
+      "polar-x",
+      "--network",
+      "none",
+      "--user",
+      `${uid}:${gid}`,
+      "-v",
+      "/s/x/work:/s/x/work",
+      "-v",
+      "/s/x/home:/s/x/home",
+      "-v",
+      "/s/x/run:/s/x/run",
+      "-v",
+      `${HOST_NODE_DIR}:${HOST_NODE_DIR}:ro`,
+      "-v",
+      `${SANDBOX_BRIDGE_SCRIPT}:${SANDBOX_BRIDGE_SCRIPT}:ro`,
+      "--cpus",
+      "2",
+      "--memory",
+      "4096m",
+      "--gpus",
+      "1",
+      "--entrypoint",
+      "sleep",
+      "ghcr.io/acme/agent:1",
+      "infinity",
     ]);
   });
 
@@ -42,12 +72,25 @@ describe("container command lines", () => {
     expect(apptainerFlags({ dirs, gpus: false })).not.toContain("--nv");
   });
 
+  it("binds extra host paths (the harness cache) read-only at the same path", () => {
+    const spec = { sessionId: "x", image: "img", env: {}, limits: {}, proxyUrl: "http://127.0.0.1:1" };
+    const docker = dockerRunArgs({ name: "n", dirs, spec, readOnly: ["/cache/harnesses"] });
+    expect(docker.join(" ")).toContain("-v /cache/harnesses:/cache/harnesses:ro");
+    const apptainer = apptainerFlags({ dirs, gpus: false, readOnly: ["/cache/harnesses"] });
+    expect(apptainer.join(" ")).toContain("--bind /cache/harnesses:/cache/harnesses:ro");
+    expect(dockerRunArgs({ name: "n", dirs, spec }).join(" ")).not.toContain("/cache/harnesses");
+  });
+
   it("refuses to start without an image", async () => {
     const root = await mkdtemp(join(tmpdir(), "polar-noimg-"));
     try {
       const spec = { sessionId: "x", env: {}, limits: {}, proxyUrl: "http://127.0.0.1:1" };
-      await expect(dockerRuntimeFactory({ sessionsRoot: root, bin: "false" }).create(spec)).rejects.toThrow(/runtime.image is required/);
-      await expect(apptainerRuntimeFactory({ sessionsRoot: root, bin: "false" }).create(spec)).rejects.toThrow(/runtime.image is required/);
+      await expect(dockerRuntimeFactory({ sessionsRoot: root, bin: "false" }).create(spec)).rejects.toThrow(
+        /runtime.image is required/,
+      );
+      await expect(
+        apptainerRuntimeFactory({ sessionsRoot: root, bin: "false" }).create(spec),
+      ).rejects.toThrow(/runtime.image is required/);
     } finally {
       await rm(root, { recursive: true, force: true });
     }
@@ -58,64 +101,97 @@ const bwrapWorks = spawnSync("bwrap", ["--ro-bind", "/", "/", "--unshare-net", "
 if (!bwrapWorks) console.warn("skipping container lifecycle tests: the fake engines need a working bwrap");
 const support = fileURLToPath(new URL("../support/", import.meta.url));
 
-describe.skipIf(!bwrapWorks)("container lifecycle with stand-in engines (fake-docker, fake-apptainer -> bwrap)", () => {
-  let root: string;
-  let proxy: Server;
-  let proxyUrl: string;
-  beforeAll(async () => {
-    root = await mkdtemp(join(tmpdir(), "polar-ctr-"));
-    // The runtimes hand engines a minimal env, so the state dir is baked into a wrapper script.
-    for (const engine of ["fake-docker", "fake-apptainer"]) {
-      const wrapper = join(root, engine);
-      await writeFile(
-        wrapper,
-        `#!/bin/sh\nFAKE_CONTAINER_STATE=${join(root, "state")} exec ${process.execPath} ${join(support, engine)} "$@"\n`,
-      );
-      await chmod(wrapper, 0o755);
-    }
-    proxy = createServer((req, res) => res.end(`proxy-ok ${req.url}`));
-    await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", () => r()));
-    proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
-  });
-  afterAll(async () => {
-    proxy.closeAllConnections();
-    await new Promise((r) => proxy.close(r));
-    await rm(root, { recursive: true, force: true });
-  });
+describe.skipIf(!bwrapWorks)(
+  "container lifecycle with stand-in engines (fake-docker, fake-apptainer -> bwrap)",
+  () => {
+    let root: string;
+    let proxy: Server;
+    let proxyUrl: string;
+    beforeAll(async () => {
+      root = await mkdtemp(join(tmpdir(), "polar-ctr-"));
+      // The runtimes hand engines a minimal env, so the state dir is baked into a wrapper script.
+      for (const engine of ["fake-docker", "fake-apptainer"]) {
+        const wrapper = join(root, engine);
+        await writeFile(
+          wrapper,
+          `#!/bin/sh\nFAKE_CONTAINER_STATE=${join(root, "state")} exec ${process.execPath} ${join(support, engine)} "$@"\n`,
+        );
+        await chmod(wrapper, 0o755);
+      }
+      proxy = createServer((req, res) => res.end(`proxy-ok ${req.url}`));
+      await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", () => r()));
+      proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    });
+    afterAll(async () => {
+      proxy.closeAllConnections();
+      await new Promise((r) => proxy.close(r));
+      await rm(root, { recursive: true, force: true });
+    });
 
-  const cases: Array<[string, () => RuntimeFactory, string, string]> = [
-    ["docker", () => dockerRuntimeFactory({ sessionsRoot: join(root, "s"), bin: join(root, "fake-docker") }), "acme/agent:1", "rm"],
-    ["apptainer exec", () => apptainerRuntimeFactory({ sessionsRoot: join(root, "s"), bin: join(root, "fake-apptainer") }), "/images/agent.sif", "exec"],
-    [
-      "apptainer instance",
-      () => apptainerRuntimeFactory({ sessionsRoot: join(root, "s"), bin: join(root, "fake-apptainer"), mode: "instance" }),
-      "/images/agent.sif",
-      "instance",
-    ],
-  ];
+    const cases: Array<[string, () => RuntimeFactory, string, string]> = [
+      [
+        "docker",
+        () => dockerRuntimeFactory({ sessionsRoot: join(root, "s"), bin: join(root, "fake-docker") }),
+        "acme/agent:1",
+        "rm",
+      ],
+      [
+        "apptainer exec",
+        () => apptainerRuntimeFactory({ sessionsRoot: join(root, "s"), bin: join(root, "fake-apptainer") }),
+        "/images/agent.sif",
+        "exec",
+      ],
+      [
+        "apptainer instance",
+        () =>
+          apptainerRuntimeFactory({
+            sessionsRoot: join(root, "s"),
+            bin: join(root, "fake-apptainer"),
+            mode: "instance",
+          }),
+        "/images/agent.sif",
+        "instance",
+      ],
+    ];
 
-  it.each(cases)("%s: env in, proxy reachable via the bridge, network cut, files shared, torn down", async (_name, make, image, lastCall) => {
-    const rt = await make().create({ sessionId: "ctr", image, env: { TASK_VAR: "t" }, limits: {}, proxyUrl });
-    const fetchJs = (url: string) =>
-      `fetch(${JSON.stringify(url)}).then(r=>r.text()).then(t=>console.log("OK "+t),e=>console.log("FAIL "+(e.cause?.code??e.message)))`;
-    try {
-      const env = await rt.exec(["sh", "-c", 'echo "$TASK_VAR $CALL_VAR $HOME"; pwd; echo made > out.txt'], {
-        env: { CALL_VAR: "c" },
-      });
-      expect(env.stderr).toBe("");
-      expect(env.stdout.split("\n").slice(0, 2)).toEqual([`t c ${rt.homeDir}`, rt.workDir]);
-      expect(await readFile(join(rt.workDir, "out.txt"), "utf8")).toBe("made\n");
-      const viaBridge = await rt.exec([process.execPath, "-e", fetchJs(`${rt.proxyUrl}/v1/models`)]);
-      expect(viaBridge.stdout.trim()).toBe("OK proxy-ok /v1/models");
-      const direct = await rt.exec([process.execPath, "-e", fetchJs(proxyUrl)]);
-      expect(direct.stdout.trim()).toMatch(/^FAIL /);
-      const timed = await rt.exec(["sleep", "30"], { timeoutMs: 300 });
-      expect(timed.timedOut).toBe(true);
-    } finally {
-      await rt.stop();
-    }
-    expect(existsSync(rt.workDir)).toBe(false);
-    const calls = (await readFile(join(root, "state", "calls.log"), "utf8")).trim().split("\n").map((l) => JSON.parse(l));
-    expect(calls.at(-1)[0]).toBe(lastCall);
-  });
-});
+    it.each(cases)(
+      "%s: env in, proxy reachable via the bridge, network cut, files shared, torn down",
+      async (_name, make, image, lastCall) => {
+        const rt = await make().create({
+          sessionId: "ctr",
+          image,
+          env: { TASK_VAR: "t" },
+          limits: {},
+          proxyUrl,
+        });
+        const fetchJs = (url: string) =>
+          `fetch(${JSON.stringify(url)}).then(r=>r.text()).then(t=>console.log("OK "+t),e=>console.log("FAIL "+(e.cause?.code??e.message)))`;
+        try {
+          const env = await rt.exec(
+            ["sh", "-c", 'echo "$TASK_VAR $CALL_VAR $HOME"; pwd; echo made > out.txt'],
+            {
+              env: { CALL_VAR: "c" },
+            },
+          );
+          expect(env.stderr).toBe("");
+          expect(env.stdout.split("\n").slice(0, 2)).toEqual([`t c ${rt.homeDir}`, rt.workDir]);
+          expect(await readFile(join(rt.workDir, "out.txt"), "utf8")).toBe("made\n");
+          const viaBridge = await rt.exec([process.execPath, "-e", fetchJs(`${rt.proxyUrl}/v1/models`)]);
+          expect(viaBridge.stdout.trim()).toBe("OK proxy-ok /v1/models");
+          const direct = await rt.exec([process.execPath, "-e", fetchJs(proxyUrl)]);
+          expect(direct.stdout.trim()).toMatch(/^FAIL /);
+          const timed = await rt.exec(["sleep", "30"], { timeoutMs: 300 });
+          expect(timed.timedOut).toBe(true);
+        } finally {
+          await rt.stop();
+        }
+        expect(existsSync(rt.workDir)).toBe(false);
+        const calls = (await readFile(join(root, "state", "calls.log"), "utf8"))
+          .trim()
+          .split("\n")
+          .map((l) => JSON.parse(l));
+        expect(calls.at(-1)[0]).toBe(lastCall);
+      },
+    );
+  },
+);

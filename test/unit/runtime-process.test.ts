@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -5,6 +6,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { processRuntimeFactory } from "../../batch-runner/runtime/process.ts";
 import type { RuntimeSpecInput } from "../../batch-runner/runtime/runtime.ts";
+import { reapOrphanedSessions } from "../../batch-runner/runtime/work-dirs.ts";
 
 let root: string;
 beforeAll(async () => {
@@ -85,7 +87,10 @@ describe("process runtime", () => {
     const rt = await processRuntimeFactory({ sessionsRoot: root }).create(spec());
     try {
       const chunks: string[] = [];
-      const res = await rt.exec(["sh", "-c", "cat; exit 3"], { stdin: "hello", onStdout: (c) => chunks.push(c) });
+      const res = await rt.exec(["sh", "-c", "cat; exit 3"], {
+        stdin: "hello",
+        onStdout: (c) => chunks.push(c),
+      });
       expect(res).toMatchObject({ exitCode: 3, timedOut: false, stdout: "hello" });
       expect(chunks.join("")).toBe("hello");
       const abort = new AbortController();
@@ -113,5 +118,27 @@ describe("process runtime", () => {
     await rt.stop();
     expect(existsSync(rt.workDir)).toBe(false);
     await expect(rt.exec(["true"])).rejects.toThrow(/stopped/);
+  });
+
+  it("a new runner reaps the process groups and dirs of sessions whose runner died", async () => {
+    const sessions = join(root, "reap");
+    const factory = processRuntimeFactory({ sessionsRoot: sessions });
+    const orphaned = await factory.create(spec({ sessionId: "orphaned" }));
+    const mine = await factory.create(spec({ sessionId: "mine" }));
+    // Leave a process running in the orphaned session, then pretend its runner died.
+    const pending = orphaned.exec(["sh", "-c", "echo $$ > leader.pid; sleep 30"]);
+    await new Promise((r) => setTimeout(r, 200));
+    const leader = Number(await readFile(join(orphaned.workDir, "leader.pid"), "utf8"));
+    const dead = spawnSync("true").pid as number;
+    await writeFile(join(orphaned.workDir, "..", "run", "runner.pid"), String(dead));
+    expect(await reapOrphanedSessions(sessions)).toBe(1);
+    expect((await pending).signal).toBe("SIGKILL");
+    await new Promise((r) => setTimeout(r, 50));
+    expect(alive(leader)).toBe(false);
+    expect(existsSync(orphaned.workDir)).toBe(false);
+    // Sessions of a live runner (this process) are left alone.
+    expect(existsSync(mine.workDir)).toBe(true);
+    await mine.stop();
+    await orphaned.stop();
   });
 });

@@ -1,4 +1,5 @@
 import { tableFromIPC } from "apache-arrow";
+import { parquetMetadata } from "hyparquet";
 import * as parquetWasm from "parquet-wasm";
 import { describe, expect, it } from "vitest";
 import { encodeShardJsonl } from "../../batch-runner/shards/jsonl.ts";
@@ -74,6 +75,11 @@ describe("parquet shard", () => {
 
   it("reads back every column with hyparquet", async () => {
     expect(await readShardParquet(bytes)).toEqual(expected(rows));
+    const meta = parquetMetadata(
+      bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer,
+    );
+    expect(meta.key_value_metadata).toEqual([{ key: "polar.shard.version", value: "1" }]);
+    expect(meta.created_by).toBe("polar");
   });
 
   it("reads back every column, with list<int32>/list<int8>/list<float32> types, with parquet-wasm (Arrow)", () => {

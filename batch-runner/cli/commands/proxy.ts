@@ -4,6 +4,7 @@ import { type Command, UsageError } from "../command.ts";
 const usage = `Usage: polar proxy --upstream URL [--engine vllm|sglang] [--port 8787] [--host 127.0.0.1]
                    [--store DIR|s3://bucket/prefix] [--auth off] [--policy-version V]
                    [--admin-token T] [--max-body-mb 32] [--upstream-timeout-s 600]
+                   [--jobs-queue SQS_URL]
 
 The capture gateway on Node. Harnesses point their model base URL here; every model call is
 sent to the upstream engine (vLLM or SGLang, Chat Completions, never streamed), captured with
@@ -15,10 +16,12 @@ its token ids and logprobs to the store, and answered in the harness's own API s
   --auth off            local development only: accept any key and use it as the session id
   --policy-version V    version stamped on captures when the engine reports none
   --admin-token T       enables POST /admin/policy-version (or POLAR_ADMIN_TOKEN)
+  --jobs-queue SQS_URL  enables the task control API (POST/GET/DELETE /v1/tasks, /openapi.json):
+                        tasks go to the store, session jobs to this queue; needs --admin-token
   --max-body-mb N       request body limit (default 32)
 
 Environment: POLAR_SIGNING_KEY (required unless --auth off), POLAR_ADMIN_TOKEN, AWS_* for s3://.
-See docs/proxy.md.`;
+See docs/proxy.md and infra/README.md (control API).`;
 
 function number(flag: string, value: string | undefined, fallback: number, min: number, max: number): number {
   if (value === undefined) return fallback;
@@ -27,6 +30,19 @@ function number(flag: string, value: string | undefined, fallback: number, min: 
     throw new UsageError(`--${flag} expects a number in ${min}..${max}, got ${JSON.stringify(value)}`);
   }
   return n;
+}
+
+/** The control API's queue (the runner's SDK-based SQS queue) and, for s3:// stores, a presigner. */
+async function controlDeps(queueUrl: string, adminToken: string, storeSpec: string | undefined) {
+  const [{ openQueue }, { presignerForStoreSpec }] = await Promise.all([
+    import("../../queue/open-queue.ts"),
+    import("../../../proxy-worker/control/s3-presigner.ts"),
+  ]);
+  return {
+    jobs: openQueue(queueUrl),
+    adminToken,
+    presignGet: storeSpec ? presignerForStoreSpec(storeSpec, process.env) : undefined,
+  };
 }
 
 const command: Command = {
@@ -48,6 +64,7 @@ const command: Command = {
           "admin-token": { type: "string" },
           "max-body-mb": { type: "string" },
           "upstream-timeout-s": { type: "string" },
+          "jobs-queue": { type: "string" },
         },
         strict: true,
         allowPositionals: false,
@@ -80,6 +97,17 @@ const command: Command = {
     const maxBodyMb = number("max-body-mb", values["max-body-mb"], 32, 0.001, 4096);
     const timeoutS = number("upstream-timeout-s", values["upstream-timeout-s"], 600, 1, 86_400);
     const adminToken = values["admin-token"] ?? process.env.POLAR_ADMIN_TOKEN ?? undefined;
+    const jobsQueue = values["jobs-queue"];
+    if (jobsQueue !== undefined && !adminToken) {
+      throw new UsageError(
+        "--jobs-queue turns on the task control API, which needs --admin-token (or POLAR_ADMIN_TOKEN)",
+      );
+    }
+    if (jobsQueue !== undefined && !/^https?:\/\/[^/]/.test(jobsQueue)) {
+      throw new UsageError(
+        `--jobs-queue must be an SQS queue URL (http(s)://...), got ${JSON.stringify(jobsQueue)}`,
+      );
+    }
     const [{ openStore, DEFAULT_STORE_DIR, StoreSpecError }, { startNodeProxy }] = await Promise.all([
       import("../../../shared/node/open-store.ts"),
       import("../../../proxy-worker/node.ts"),
@@ -102,10 +130,12 @@ const command: Command = {
       policyVersion: values["policy-version"] ?? null,
       adminToken,
       limits: { maxBodyBytes: Math.floor(maxBodyMb * 1024 * 1024) },
+      control: jobsQueue && adminToken ? await controlDeps(jobsQueue, adminToken, values.store) : undefined,
     });
     console.log(
       `polar proxy: listening on ${proxy.url} -> ${upstream} (${engine}), captures to ${store.url}` +
-        (authOff ? " [auth OFF: any key is accepted]" : ""),
+        (authOff ? " [auth OFF: any key is accepted]" : "") +
+        (jobsQueue ? `; task control API on, jobs to ${jobsQueue}` : ""),
     );
     await new Promise<void>((resolve) => {
       process.once("SIGINT", () => resolve());

@@ -40,7 +40,9 @@ const command: Command = {
     try {
       const out = await reconstructTask({ store, taskId, sessionId: values.session });
       if (out.results.length === 0) {
-        console.error(`polar reconstruct: no captures under captures/${taskId}/ in ${store.url}`);
+        const where =
+          values.session === undefined ? `captures/${taskId}/` : `captures/${taskId}/${values.session}/`;
+        console.error(`polar reconstruct: no captures under ${where} in ${store.url}`);
         return 1;
       }
       for (const r of out.results) {

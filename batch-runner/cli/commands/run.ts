@@ -47,7 +47,8 @@ const command: Command = {
       throw new UsageError(`--upstream must be an http(s) URL, got ${JSON.stringify(upstream)}`);
     }
     const engine = (values.engine as string | undefined) ?? "vllm";
-    if (engine !== "vllm" && engine !== "sglang") throw new UsageError(`--engine must be vllm or sglang, got ${engine}`);
+    if (engine !== "vllm" && engine !== "sglang")
+      throw new UsageError(`--engine must be vllm or sglang, got ${engine}`);
     const str = (k: string) => values[k] as string | undefined;
     const run = intFlag("run", str("run"), 4, 1, 1024);
     const file = positionals[0];
@@ -61,10 +62,24 @@ const command: Command = {
     const { tasks, errors } = parseTasksJsonl(text);
     for (const e of errors) console.error(`${file}:${e.line}: ${e.message}`);
     if (errors.length > 0 && !values["skip-invalid"]) {
-      console.error(`polar run: ${errors.length} invalid line(s); nothing run (use --skip-invalid to run the rest)`);
+      console.error(
+        `polar run: ${errors.length} invalid line(s); nothing run (use --skip-invalid to run the rest)`,
+      );
       return 1;
     }
+    // Harnesses run in their own process groups, so a Ctrl-C would not reach them: stop them here.
+    const stop = new AbortController();
+    const onSignal = (sig: string) => {
+      if (stop.signal.aborted) process.exit(130);
+      console.error(`\npolar run: ${sig}: stopping the running sessions (again to exit at once)`);
+      stop.abort();
+    };
+    const onInt = () => onSignal("SIGINT");
+    const onTerm = () => onSignal("SIGTERM");
+    process.on("SIGINT", onInt);
+    process.on("SIGTERM", onTerm);
     const result = await runEmbedded({
+      signal: stop.signal,
       tasks,
       outDir: str("out"),
       upstream,
@@ -75,12 +90,18 @@ const command: Command = {
       postrun: intFlag("postrun", str("postrun"), Math.max(1, Math.ceil(run / 2)), 1, 1024),
       maxReceives: intFlag("max-receives", str("max-receives"), 3, 1, 100),
     });
+    process.off("SIGINT", onInt);
+    process.off("SIGTERM", onTerm);
     const by = Object.entries(result.statuses)
       .map(([k, v]) => `${v} ${k}`)
       .join(", ");
     console.log(`done: ${result.sessions} session(s)${by ? ` (${by})` : ""}; store ${result.storeDir}`);
     for (const [task, path] of Object.entries(result.shards)) {
-      console.log(`  ${task}: ${path ?? "no shard (no session finished)"}`);
+      console.log(`  ${task}: ${path ?? "no shard (not every session finished)"}`);
+    }
+    if (!result.finished) {
+      console.log("stopped early: run the same command again to finish the remaining sessions");
+      return 130;
     }
     return 0;
   },

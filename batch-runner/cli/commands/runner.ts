@@ -11,6 +11,8 @@ const usage = `Usage: polar runner --queue memory|SQS_URL --store DIR|s3://bucke
                     [--dlq-url URL] [--max-receives N] [--results-queue URL]
                     [--metrics-port P] [--visibility-timeout S] [--wait-seconds S] [--grace-seconds S]
                     [--sessions-dir DIR] [--harness-cache DIR]
+                    [--docker-bin docker|podman] [--apptainer-bin apptainer|singularity]
+                    [--apptainer-mode exec|instance]
 
 A batch runner: receives SessionJobs, runs each session through INIT -> READY -> RUNNING -> POSTRUN
 and writes results/{task}/{session}.json and the task's group shard when its last session lands.
@@ -25,6 +27,8 @@ and writes results/{task}/{session}.json and the task's group shard when its las
   --visibility-timeout S  message visibility, kept alive by a heartbeat (default 120)
   --grace-seconds S    on SIGTERM: running sessions get this long to finish (default 60); the
                        rest go back to the queue
+  --docker-bin, --apptainer-bin, --apptainer-mode
+                       container engines for tasks with runtime.backend docker / apptainer
 
 Environment: POLAR_SIGNING_KEY (the proxy's key; unset = the proxy runs with --auth off),
 AWS_* and AWS_ENDPOINT_URL_SQS for SQS, AWS_ENDPOINT_URL_S3 for s3:// stores. See docs/runner.md.`;
@@ -55,6 +59,9 @@ const command: Command = {
             "grace-seconds",
             "sessions-dir",
             "harness-cache",
+            "docker-bin",
+            "apptainer-bin",
+            "apptainer-mode",
           ].map((k) => [k, { type: "string" as const }]),
         ),
         strict: true,
@@ -74,11 +81,22 @@ const command: Command = {
     const dlqSpec = queueFlag("dlq-url", values["dlq-url"], false);
     const resultsSpec = queueFlag("results-queue", values["results-queue"], false);
     const graceMs = numberFlag("grace-seconds", values["grace-seconds"], 60, 0, 86_400) * 1000;
+    const apptainerMode = values["apptainer-mode"];
+    if (apptainerMode !== undefined && apptainerMode !== "exec" && apptainerMode !== "instance") {
+      throw new UsageError(`--apptainer-mode must be exec or instance, got ${JSON.stringify(apptainerMode)}`);
+    }
     const signingKey = process.env.POLAR_SIGNING_KEY || null;
-    if (!signingKey) console.error("polar runner: POLAR_SIGNING_KEY is unset: sessions use their id as key (proxy --auth off)");
+    if (!signingKey)
+      console.error(
+        "polar runner: POLAR_SIGNING_KEY is unset: sessions use their id as key (proxy --auth off)",
+      );
 
     const store = await openStoreSpec(values.store);
-    const deadLetter = dlqSpec ? openQueue(dlqSpec) : queueSpec === "memory" ? new MemoryQueue({ url: "memory://dlq" }) : undefined;
+    const deadLetter = dlqSpec
+      ? openQueue(dlqSpec)
+      : queueSpec === "memory"
+        ? new MemoryQueue({ url: "memory://dlq" })
+        : undefined;
     const queue = openQueue(queueSpec, { maxReceiveCount: maxReceives, deadLetter });
     const resultsQueue = resultsSpec ? openQueue(resultsSpec) : undefined;
     const runner = await startRunner({
@@ -93,11 +111,18 @@ const command: Command = {
       maxReceives,
       deadLetter: dlqSpec ? deadLetter : undefined,
       resultsQueue,
-      metricsPort: values["metrics-port"] === undefined ? undefined : intFlag("metrics-port", values["metrics-port"], 0, 0, 65535),
+      metricsPort:
+        values["metrics-port"] === undefined
+          ? undefined
+          : intFlag("metrics-port", values["metrics-port"], 0, 0, 65535),
       visibilityTimeoutSeconds: intFlag("visibility-timeout", values["visibility-timeout"], 120, 1, 43_200),
       waitSeconds: intFlag("wait-seconds", values["wait-seconds"], 10, 0, 20),
       sessionsRoot: values["sessions-dir"],
       harnessCacheDir: values["harness-cache"],
+      runtimeOptions: {
+        bins: { docker: values["docker-bin"], apptainer: values["apptainer-bin"] },
+        apptainerMode,
+      },
     });
     console.error(
       `polar runner: ${queue.url} -> ${store.url}; proxy ${proxyUrl}; run slots ${run}` +
@@ -111,7 +136,9 @@ const command: Command = {
           process.exit(130);
         }
         stopping = true;
-        console.error(`polar runner: ${sig}: finishing running sessions (up to ${graceMs / 1000}s), returning the rest`);
+        console.error(
+          `polar runner: ${sig}: finishing running sessions (up to ${graceMs / 1000}s), returning the rest`,
+        );
         runner.stop(graceMs).then(resolve, (err) => {
           console.error(`polar runner: shutdown: ${(err as Error).message}`);
           resolve();

@@ -56,11 +56,15 @@ const command: Command = {
     const { tasks, errors } = parseTasksJsonl(text);
     for (const e of errors) console.error(`${file}:${e.line}: ${e.message}`);
     if (errors.length > 0 && !values["skip-invalid"]) {
-      console.error(`polar submit: ${errors.length} invalid line(s); nothing enqueued (use --skip-invalid to enqueue the rest)`);
+      console.error(
+        `polar submit: ${errors.length} invalid line(s); nothing enqueued (use --skip-invalid to enqueue the rest)`,
+      );
       return 1;
     }
     if (queueSpec === "memory") {
-      console.error("polar submit: note: a memory queue ends with this process; use `polar run` to run in one process");
+      console.error(
+        "polar submit: note: a memory queue ends with this process; use `polar run` to run in one process",
+      );
     }
     const store = await openStoreSpec(storeSpec);
     const queue = openQueue(queueSpec);

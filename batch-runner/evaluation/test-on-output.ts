@@ -1,0 +1,115 @@
+import { z } from "zod";
+import type { Trajectory } from "../../shared/schemas/trajectory.ts";
+import type { Evaluation, EvaluationContext, Evaluator } from "./evaluator.ts";
+import { commandTimeoutMs, parseEvaluatorConfig, tail } from "./evaluator-config.ts";
+import { copyEvaluatorFiles, EvaluatorFiles } from "./evaluator-files.ts";
+
+/**
+ * `test_on_output`: after the harness, copy the evaluator's files in, run `command` (sh -c, in the
+ * agent's work dir) and score it. Reward from the exit code, or from its stdout: every expected line
+ * present (`expected_lines`), or stdout parsed as JSON equal to `expected_json`.
+ */
+export const TestOnOutputConfig = z
+  .object({
+    command: z.string().min(1),
+    files: EvaluatorFiles,
+    env: z.record(z.string(), z.string()).default({}),
+    timeout_seconds: z.number().positive().optional(),
+    /** Exit-code mode (used when no expected output is given). */
+    expected_exit_code: z.number().int().default(0),
+    expected_lines: z.array(z.string()).optional(),
+    expected_json: z.unknown().optional(),
+    /** With expected_lines: reward = fraction of lines found instead of all-or-nothing. */
+    partial_credit: z.boolean().default(false),
+  })
+  .strict();
+export type TestOnOutputConfig = z.infer<typeof TestOnOutputConfig>;
+
+export const testOnOutput: Evaluator = {
+  name: "test_on_output",
+  async evaluate(_trajectory: Trajectory, ctx: EvaluationContext): Promise<Evaluation> {
+    const cfg = parseEvaluatorConfig("test_on_output", TestOnOutputConfig, ctx.config);
+    const copied = await copyEvaluatorFiles(ctx.runtime, cfg.files);
+    const res = await ctx.runtime.exec(["sh", "-c", cfg.command], {
+      env: cfg.env,
+      timeoutMs: commandTimeoutMs(cfg.timeout_seconds, ctx.timeoutMs),
+    });
+    const base = {
+      command: cfg.command,
+      files: copied,
+      exit_code: res.exitCode,
+      timed_out: res.timedOut,
+      stdout: tail(res.stdout),
+      stderr: tail(res.stderr),
+    };
+    if (res.timedOut)
+      return { outcome_reward: 0, metadata: { ...base, mode: "timeout", reason: "the command timed out" } };
+    if (cfg.expected_lines) return scoreLines(cfg, res.stdout, base);
+    if (cfg.expected_json !== undefined) return scoreJson(cfg.expected_json, res.stdout, base);
+    const ok = res.exitCode === cfg.expected_exit_code;
+    return {
+      outcome_reward: ok ? 1 : 0,
+      metadata: {
+        ...base,
+        mode: "exit_code",
+        ...(ok ? {} : { reason: `exit code ${res.exitCode}, expected ${cfg.expected_exit_code}` }),
+      },
+    };
+  },
+};
+
+function scoreLines(cfg: TestOnOutputConfig, stdout: string, base: Record<string, unknown>): Evaluation {
+  const expected = cfg.expected_lines ?? [];
+  const seen = new Set(stdout.split(/\r?\n/).map((l) => l.trim()));
+  const missing = expected.filter((l) => !seen.has(l.trim()));
+  const found = expected.length - missing.length;
+  const reward = cfg.partial_credit
+    ? expected.length
+      ? found / expected.length
+      : 1
+    : missing.length === 0
+      ? 1
+      : 0;
+  return { outcome_reward: reward, metadata: { ...base, mode: "lines", missing_lines: missing } };
+}
+
+function scoreJson(expected: unknown, stdout: string, base: Record<string, unknown>): Evaluation {
+  const text = stdout.trim();
+  // Whole stdout first; else the last non-empty line (commands often log before printing a result).
+  const candidates = [
+    text,
+    text
+      .split(/\r?\n/)
+      .filter((l) => l.trim() !== "")
+      .pop() ?? "",
+  ];
+  for (const candidate of candidates) {
+    let actual: unknown;
+    try {
+      actual = JSON.parse(candidate);
+    } catch {
+      continue;
+    }
+    const ok = canonical(actual) === canonical(expected);
+    return {
+      outcome_reward: ok ? 1 : 0,
+      metadata: {
+        ...base,
+        mode: "json",
+        ...(ok ? {} : { reason: "the JSON output differs from expected_json", actual }),
+      },
+    };
+  }
+  return { outcome_reward: 0, metadata: { ...base, mode: "json", reason: "stdout is not JSON" } };
+}
+
+/** JSON text with object keys sorted, so key order never decides equality. */
+export function canonical(value: unknown): string {
+  return JSON.stringify(value, (_k, v) =>
+    v && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+        )
+      : v,
+  );
+}

@@ -1,0 +1,157 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import type { Context, MiddlewareHandler } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { HTTPException } from "hono/http-exception";
+import type { z } from "zod";
+import { keys } from "../../shared/keys.ts";
+import type { ObjectStore } from "../../shared/store/object-store.ts";
+import { readStoredTask, submitTask, TaskConflictError } from "../../shared/tasks/submit-task.ts";
+import { sameSecret } from "../admin.ts";
+import type { ControlDeps } from "./control-deps.ts";
+import { cancelRoute, statusRoute, submitRoute, trajectoriesRoute } from "./routes.ts";
+import { taskStatus } from "./task-status.ts";
+
+export interface ControlAppOptions {
+  store: ObjectStore;
+  control: ControlDeps;
+  clock: () => number;
+  log: (message: string) => void;
+}
+
+/** A TaskRequest is small; this bounds what an authenticated client can make the proxy parse. */
+const MAX_TASK_BYTES = 1024 * 1024;
+
+/**
+ * The task control API (`/v1/tasks...`) and its OpenAPI document (`/openapi.json`), as a Hono app
+ * that createProxyApp mounts ahead of the provider routes. Stateless like the rest of the proxy:
+ * everything it reports is read back from the store.
+ */
+export function createControlApp(opts: ControlAppOptions): OpenAPIHono {
+  const { store, control, clock, log } = opts;
+  if (!control.adminToken) throw new Error("the task control API needs an admin token (POLAR_ADMIN_TOKEN)");
+  const expires = control.presignExpiresSeconds ?? 3600;
+  const app = new OpenAPIHono({
+    defaultHook: (result, c) => {
+      if (!result.success)
+        return c.json(errorBody(`invalid ${result.target}: ${describeIssues(result.error)}`), 400);
+    },
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "adminToken", {
+    type: "http",
+    scheme: "bearer",
+    description: "the proxy's admin token (POLAR_ADMIN_TOKEN); x-admin-token is accepted too",
+  });
+  const guard = adminGuard(control.adminToken);
+  app.use("/v1/tasks", guard, bodyLimit({ maxSize: MAX_TASK_BYTES, onError: tooLarge }));
+  app.use("/v1/tasks/*", guard);
+
+  app.openapi(submitRoute, async (c) => {
+    const task = c.req.valid("json");
+    try {
+      const out = await submitTask(store, control.jobs, task, new Date(clock()));
+      return c.json({ ...out, status_url: `/v1/tasks/${out.task_id}` }, 201);
+    } catch (err) {
+      if (err instanceof TaskConflictError) return c.json(errorBody(err.message), 409);
+      log(`submit of ${task.task_id} failed: ${(err as Error).message}`);
+      return c.json(errorBody(`submitting ${task.task_id} failed: ${(err as Error).message}`), 502);
+    }
+  });
+
+  app.openapi(statusRoute, async (c) => {
+    const { id } = c.req.valid("param");
+    const task = await readStoredTask(store, id);
+    if (!task) return c.json(errorBody(noTask(id)), 404);
+    return c.json(await taskStatus(store, task), 200);
+  });
+
+  app.openapi(cancelRoute, async (c) => {
+    const { id } = c.req.valid("param");
+    if (!(await readStoredTask(store, id))) return c.json(errorBody(noTask(id)), 404);
+    const marker = JSON.stringify({ task_id: id, cancelled_at: new Date(clock()).toISOString() });
+    const fresh = await store.putIfAbsent(keys.cancel(id), marker, { contentType: "application/json" });
+    return c.json(
+      { task_id: id, cancelled: true as const, cancel_key: keys.cancel(id), newly_cancelled: fresh },
+      202,
+    );
+  });
+
+  app.openapi(trajectoriesRoute, async (c) => {
+    const { id } = c.req.valid("param");
+    if (!(await readStoredTask(store, id))) return c.json(errorBody(noTask(id)), 404);
+    const [resultKeys, shardKeys] = await Promise.all([
+      store.list(keys.resultsOfTask(id)),
+      store.list(`trajectories/${id}.`),
+    ]);
+    const sign = control.presignGet;
+    const located = async (key: string) => ({ key, url: sign ? await sign(key, expires) : null });
+    const present = (key: string) => (shardKeys.includes(key) ? located(key) : null);
+    const resultPrefix = keys.resultsOfTask(id);
+    return c.json(
+      {
+        task_id: id,
+        complete: shardKeys.includes(keys.shardJsonl(id)),
+        shard: await present(keys.shard(id)),
+        shard_jsonl: await present(keys.shardJsonl(id)),
+        results: await Promise.all(
+          resultKeys
+            .filter((k) => k.endsWith(".json"))
+            .map(async (k) => ({
+              session_id: k.slice(resultPrefix.length, -".json".length),
+              ...(await located(k)),
+            })),
+        ),
+        url_expires_in: sign ? expires : null,
+      },
+      200,
+    );
+  });
+
+  app.doc("/openapi.json", {
+    openapi: "3.0.0",
+    info: {
+      title: "Polar task control API",
+      version: "1",
+      description:
+        "Submit rollout tasks, follow them and fetch their trajectory shards. Served by the Polar proxy " +
+        "(Node or Cloudflare Worker); the provider endpoints (/v1/messages, /v1/chat/completions, " +
+        "/v1/responses, /v1beta/models/...) are documented by their providers.",
+    },
+  });
+
+  app.onError((err, c) => {
+    if (err instanceof HTTPException && err.status < 500) return c.json(errorBody(err.message), err.status);
+    log(`control API bug on ${c.req.method} ${new URL(c.req.url).pathname}: ${err.stack ?? err}`);
+    return c.json(errorBody(`internal error: ${err.message}`), 500);
+  });
+  return app;
+}
+
+function adminGuard(adminToken: string): MiddlewareHandler {
+  return async (c, next) => {
+    const given =
+      c.req.header("x-admin-token") ?? /^Bearer\s+(.+)$/i.exec(c.req.header("authorization") ?? "")?.[1];
+    if (!given || !(await sameSecret(given.trim(), adminToken))) {
+      return c.json(errorBody("missing or wrong admin token (Authorization: Bearer <token>)"), 401);
+    }
+    await next();
+  };
+}
+
+function tooLarge(c: Context): Response {
+  return c.json(errorBody(`a task body must be at most ${MAX_TASK_BYTES} bytes`), 413);
+}
+
+function errorBody(message: string) {
+  return { error: { message } };
+}
+
+function noTask(id: string): string {
+  return `no task ${JSON.stringify(id)}: it was never submitted to this store (tasks/${id}.json is missing)`;
+}
+
+function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 8)
+    .map((issue) => `${issue.path.length ? issue.path.join(".") : "(root)"}: ${issue.message}`)
+    .join("; ");
+}

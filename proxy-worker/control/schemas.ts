@@ -1,0 +1,64 @@
+import { z } from "zod";
+import { Id } from "../../shared/schemas/common.ts";
+
+/** Response shapes of the control API; they are also what /openapi.json documents. */
+
+export const ErrorBody = z.object({ error: z.object({ message: z.string() }) });
+
+export const TaskIdParam = z.object({ id: Id });
+
+export const SubmittedBody = z.object({
+  task_id: z.string(),
+  session_ids: z.array(z.string()),
+  enqueued: z.number().int(),
+  skipped: z.number().int(),
+  submitted_at: z.string(),
+  status_url: z.string(),
+});
+
+export const TASK_STATES = ["queued", "running", "completed", "cancelled"] as const;
+
+export const StatusBody = z.object({
+  task_id: z.string(),
+  /** completed once the group shard is written; cancelled once the marker exists (and not completed). */
+  state: z.enum(TASK_STATES),
+  submitted_at: z.string(),
+  num_samples: z.number().int(),
+  counts: z.object({
+    /** Sessions with a result (terminal). */
+    finished: z.number().int(),
+    /** Sessions without a result yet. */
+    pending: z.number().int(),
+    COMPLETED: z.number().int(),
+    TIMEOUT: z.number().int(),
+    ERROR: z.number().int(),
+    /** Result files that could not be read as a SessionResult. */
+    unreadable: z.number().int(),
+  }),
+  cancelled: z.boolean(),
+  /** `trajectories/{id}.parquet` once written (null for a task without any trace). */
+  shard_key: z.string().nullable(),
+  /** `trajectories/{id}.jsonl`, written last: its presence is what "completed" means. */
+  shard_jsonl_key: z.string().nullable(),
+});
+export type StatusBody = z.infer<typeof StatusBody>;
+
+export const CancelBody = z.object({
+  task_id: z.string(),
+  cancelled: z.literal(true),
+  cancel_key: z.string(),
+  /** False when the marker was already there. */
+  newly_cancelled: z.boolean(),
+});
+
+const StoredObject = z.object({ key: z.string(), url: z.string().nullable() });
+
+export const TrajectoriesBody = z.object({
+  task_id: z.string(),
+  complete: z.boolean(),
+  shard: StoredObject.nullable(),
+  shard_jsonl: StoredObject.nullable(),
+  results: z.array(StoredObject.extend({ session_id: z.string() })),
+  /** Seconds the URLs stay valid; null when the store cannot presign (R2 binding, directory). */
+  url_expires_in: z.number().int().nullable(),
+});

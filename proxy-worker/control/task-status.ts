@@ -1,0 +1,63 @@
+import { z } from "zod";
+import { keys } from "../../shared/keys.ts";
+import type { StoredTask } from "../../shared/schemas/task.ts";
+import { TrajectoryStatus } from "../../shared/schemas/trajectory.ts";
+import type { ObjectStore } from "../../shared/store/object-store.ts";
+import type { StatusBody } from "./schemas.ts";
+
+/** Only the field the counts need: results carry whole trajectories, no point validating those here. */
+const ResultStatus = z.object({ status: TrajectoryStatus });
+
+/** Result files read at once; a task can have thousands, and a Worker allows few open subrequests. */
+const READ_CONCURRENCY = 6;
+
+/** The status of a stored task from what the runners wrote: `results/`, the shard, the cancel marker. */
+export async function taskStatus(store: ObjectStore, task: StoredTask): Promise<StatusBody> {
+  const id = task.task_id;
+  const [resultKeys, shardKeys, cancelled] = await Promise.all([
+    store.list(keys.resultsOfTask(id)),
+    store.list(`trajectories/${id}.`),
+    store.get(keys.cancel(id)).then((b) => b !== null),
+  ]);
+  const results = resultKeys.filter((k) => k.endsWith(".json"));
+  const counts = { finished: results.length, pending: 0, COMPLETED: 0, TIMEOUT: 0, ERROR: 0, unreadable: 0 };
+  counts.pending = Math.max(0, task.num_samples - results.length);
+  await forEachLimited(results, READ_CONCURRENCY, async (key) => {
+    const status = await readStatus(store, key);
+    if (status) counts[status]++;
+    else counts.unreadable++;
+  });
+  // The writer puts the Parquet file first and its JSONL twin last, so the twin marks completion.
+  const jsonlKey = shardKeys.includes(keys.shardJsonl(id)) ? keys.shardJsonl(id) : null;
+  const shardKey = shardKeys.includes(keys.shard(id)) ? keys.shard(id) : null;
+  const completed = jsonlKey !== null;
+  return {
+    task_id: id,
+    state: completed ? "completed" : cancelled ? "cancelled" : results.length > 0 ? "running" : "queued",
+    submitted_at: task.submitted_at,
+    num_samples: task.num_samples,
+    counts,
+    cancelled,
+    shard_key: completed ? shardKey : null,
+    shard_jsonl_key: jsonlKey,
+  };
+}
+
+async function readStatus(store: ObjectStore, key: string): Promise<TrajectoryStatus | null> {
+  const bytes = await store.get(key);
+  if (!bytes) return null;
+  try {
+    const parsed = ResultStatus.safeParse(JSON.parse(new TextDecoder().decode(bytes)));
+    return parsed.success ? parsed.data.status : null;
+  } catch {
+    return null;
+  }
+}
+
+async function forEachLimited<T>(items: T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) await work(items[next++]);
+  });
+  await Promise.all(lanes);
+}

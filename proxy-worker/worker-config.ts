@@ -1,0 +1,124 @@
+import { z } from "zod";
+import { credentialsFromEnv } from "../shared/aws/aws-client.ts";
+import { SqsSender } from "../shared/queue/sqs-sender.ts";
+import type { ObjectStore } from "../shared/store/object-store.ts";
+import { type R2BucketLike, R2Store } from "../shared/store/r2-store.ts";
+import { S3FetchStore } from "../shared/store/s3-fetch-store.ts";
+import type { ControlDeps } from "./control/control-deps.ts";
+import type { ProxyDeps } from "./deps.ts";
+
+/**
+ * The Worker's settings, from wrangler vars and secrets (infra/wrangler.jsonc lists them all).
+ * Strings only: bindings (CAPTURES) are checked separately.
+ */
+const WorkerVars = z.object({
+  UPSTREAM_URL: z.url({ protocol: /^https?$/ }),
+  ENGINE: z.enum(["vllm", "sglang"]).default("vllm"),
+  POLAR_SIGNING_KEY: z.string().min(1).optional(),
+  /** `off` accepts any key as the session id: local development only. */
+  POLAR_AUTH: z.enum(["off", "token"]).default("token"),
+  STORE: z.enum(["r2", "s3"]).default("r2"),
+  R2_PREFIX: z.string().default(""),
+  S3_BUCKET: z.string().min(1).optional(),
+  S3_PREFIX: z.string().default(""),
+  S3_ENDPOINT: z.url().optional(),
+  S3_REGION: z.string().min(1).optional(),
+  POLAR_ADMIN_TOKEN: z.string().min(1).optional(),
+  JOBS_QUEUE_URL: z.url().optional(),
+  SQS_ENDPOINT: z.url().optional(),
+  SQS_REGION: z.string().min(1).optional(),
+  POLICY_VERSION: z.string().min(1).optional(),
+  UPSTREAM_TIMEOUT_S: z.coerce.number().positive().max(86_400).default(600),
+  MAX_BODY_MB: z.coerce.number().positive().max(4096).default(32),
+  PRESIGN_EXPIRES_S: z.coerce.number().int().positive().max(604_800).default(3600),
+});
+
+/** Why the Worker cannot serve: every request gets this message (500) until the config is fixed. */
+export class WorkerConfigError extends Error {}
+
+/** ProxyDeps from the Worker's env; throws WorkerConfigError naming every setting that is wrong. */
+export function depsFromEnv(env: Record<string, unknown>, fetcher: typeof fetch): ProxyDeps {
+  // Empty strings are how an unset var often arrives from dashboards and .dev.vars files.
+  const strings = Object.fromEntries(
+    Object.entries(env).filter(([, v]) => typeof v === "string" && v !== ""),
+  );
+  const parsed = WorkerVars.safeParse(strings);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
+    throw new WorkerConfigError(`Worker configuration is invalid: ${problems}`);
+  }
+  const vars = parsed.data;
+  if (vars.POLAR_AUTH === "token" && !vars.POLAR_SIGNING_KEY) {
+    throw new WorkerConfigError(
+      "POLAR_SIGNING_KEY is not set: add it as a secret (wrangler secret put POLAR_SIGNING_KEY), or set POLAR_AUTH=off for local development",
+    );
+  }
+  const { store, presignGet } = openWorkerStore(vars, env);
+  return {
+    store,
+    upstream: { baseUrl: vars.UPSTREAM_URL, fetch: fetcher, timeoutMs: vars.UPSTREAM_TIMEOUT_S * 1000 },
+    engine: vars.ENGINE,
+    ...(vars.POLAR_AUTH === "off" ? { auth: "off" as const } : { signingKey: vars.POLAR_SIGNING_KEY }),
+    adminToken: vars.POLAR_ADMIN_TOKEN,
+    policyVersion: vars.POLICY_VERSION ?? null,
+    limits: { maxBodyBytes: Math.floor(vars.MAX_BODY_MB * 1024 * 1024) },
+    control: controlFromEnv(vars, env, presignGet),
+  };
+}
+
+type Vars = z.infer<typeof WorkerVars>;
+
+function openWorkerStore(
+  vars: Vars,
+  env: Record<string, unknown>,
+): { store: ObjectStore; presignGet?: ControlDeps["presignGet"] } {
+  if (vars.STORE === "r2") {
+    const bucket = env.CAPTURES as R2BucketLike | undefined;
+    if (!bucket || typeof bucket.put !== "function") {
+      throw new WorkerConfigError(
+        "STORE is r2 but the CAPTURES R2 bucket binding is missing: add it under r2_buckets in wrangler.jsonc (or set STORE=s3)",
+      );
+    }
+    return { store: new R2Store({ bucket, prefix: vars.R2_PREFIX, name: "CAPTURES" }) };
+  }
+  const credentials = credentialsFromEnv(env);
+  if (!vars.S3_BUCKET || !credentials) {
+    throw new WorkerConfigError(
+      "STORE is s3 but S3_BUCKET, AWS_ACCESS_KEY_ID or AWS_SECRET_ACCESS_KEY is missing (set the keys as secrets)",
+    );
+  }
+  const store = new S3FetchStore({
+    bucket: vars.S3_BUCKET,
+    prefix: vars.S3_PREFIX,
+    endpoint: vars.S3_ENDPOINT,
+    region: vars.S3_REGION,
+    credentials,
+  });
+  // Presigned URLs name the full key, so the store's prefix is applied by presignGet itself.
+  return { store, presignGet: (key, seconds) => store.presignGet(key, seconds) };
+}
+
+function controlFromEnv(
+  vars: Vars,
+  env: Record<string, unknown>,
+  presignGet: ControlDeps["presignGet"],
+): ControlDeps | undefined {
+  if (!vars.POLAR_ADMIN_TOKEN || !vars.JOBS_QUEUE_URL) return undefined;
+  const credentials = credentialsFromEnv(env);
+  if (!credentials) {
+    throw new WorkerConfigError(
+      "JOBS_QUEUE_URL is set but AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY are not: the control API signs its SQS calls with them",
+    );
+  }
+  return {
+    adminToken: vars.POLAR_ADMIN_TOKEN,
+    jobs: new SqsSender({
+      queueUrl: vars.JOBS_QUEUE_URL,
+      credentials,
+      endpoint: vars.SQS_ENDPOINT,
+      region: vars.SQS_REGION,
+    }),
+    presignGet,
+    presignExpiresSeconds: vars.PRESIGN_EXPIRES_S,
+  };
+}

@@ -1,0 +1,60 @@
+import { spawnSync } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CLI_PRESETS, type CliHarnessName } from "../../batch-runner/harness/cli-presets.ts";
+import { installHarness } from "../../batch-runner/harness/install.ts";
+import type { SessionResult } from "../../shared/schemas/trajectory.ts";
+import { POLAR, readSessionResult, runProcess, scriptedTask } from "./polar-run-process.ts";
+
+/*
+ * All six CLIs in one `polar run` on the bwrap runtime: a network namespace with no interface
+ * but loopback, the proxy reachable only through the runtime's Unix-socket bridge. A CLI that
+ * needed anything from the network to start, authenticate or answer fails here.
+ */
+
+const bwrapWorks =
+  spawnSync("bwrap", ["--ro-bind", "/", "/", "--unshare-net", "--dev", "/dev", "--proc", "/proc", "true"])
+    .status === 0;
+if (!bwrapWorks)
+  console.log("bwrap missing or unusable here (user namespaces?): the no-network run is skipped");
+
+const NAMES = Object.keys(CLI_PRESETS) as CliHarnessName[];
+const taskIdOf = (name: CliHarnessName) => `bwrap-${name.replaceAll("_", "-")}`;
+
+describe.skipIf(!bwrapWorks)("all six harnesses in the bwrap runtime (no network)", () => {
+  let dir: string;
+  let output = "";
+  const results = new Map<CliHarnessName, SessionResult>();
+
+  beforeAll(async () => {
+    for (const name of NAMES) await installHarness(CLI_PRESETS[name]);
+    dir = await mkdtemp(join(tmpdir(), "harness-bwrap-"));
+    const tasks = NAMES.map((name) =>
+      JSON.stringify(scriptedTask(name, taskIdOf(name), { runtime: { backend: "bwrap" } })),
+    );
+    const file = join(dir, "tasks.jsonl");
+    await writeFile(file, `${tasks.join("\n")}\n`);
+    const run = await runProcess(
+      [process.execPath, POLAR, "run", file, "--out", join(dir, "out"), "--run", "2"],
+      240_000,
+    );
+    output = run.output;
+    for (const name of NAMES) {
+      results.set(name, await readSessionResult(join(dir, "out", "store"), taskIdOf(name), output));
+    }
+  }, 400_000);
+
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it.each(NAMES)("%s completes, answers and writes its file with the network cut", (name) => {
+    const result = results.get(name);
+    expect(result?.status, `${result?.error}\n${output}`).toBe("COMPLETED");
+    expect(result?.agent).toEqual({ exit_code: 0, timed_out: false, final_answer: "Done." });
+    expect(result?.evaluation?.metadata).toMatchObject({ content: "hi\n" });
+    expect(result?.trajectory.reconstruction_stats.trainable_tokens ?? 0).toBeGreaterThan(0);
+  });
+});

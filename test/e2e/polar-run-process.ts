@@ -1,0 +1,92 @@
+import { spawn } from "node:child_process";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { CliHarnessName } from "../../batch-runner/harness/cli-presets.ts";
+import { keys } from "../../shared/keys.ts";
+import { DirectoryStore } from "../../shared/node/directory-store.ts";
+import { SessionResult } from "../../shared/schemas/trajectory.ts";
+
+/** What the harness e2e tests share: the scripted task, `polar run` as a child process, results. */
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+export const POLAR = join(ROOT, "bin", "polar.js");
+/** Loaded by path as the task's evaluator (see hello-file-evaluator.ts). */
+export const EVALUATOR = join(ROOT, "test", "e2e", "hello-file-evaluator.ts");
+
+export const INSTRUCTION = [
+  "Create hello.txt containing hi, read it back, then answer.",
+  "```polar-script",
+  "shell: echo hi > hello.txt",
+  "shell: cat hello.txt",
+  "say: Done.",
+  "```",
+].join("\n");
+
+/**
+ * `agent.settings` per harness in these tests, over `max_retries: 0` (a failing call must not
+ * wait out the CLI's backoff).
+ *
+ * Codex sends <environment_context> as its first user message and the task as the second; the
+ * dry-run policy reads a polar-script only from the first (docs/harness-findings.md #1). Until
+ * the policy looks further, codex runs with that context off. Real models are unaffected.
+ */
+export const E2E_SETTINGS: Record<CliHarnessName, Record<string, unknown>> = {
+  claude_code: {},
+  codex: { config: { include_environment_context: false } },
+  gemini_cli: {},
+  qwen_code: {},
+  opencode: {},
+  pi: {},
+};
+
+export function scriptedTask(name: CliHarnessName, taskId: string, extra: Record<string, unknown> = {}) {
+  return {
+    task_id: taskId,
+    instruction: INSTRUCTION,
+    timeout_seconds: 90,
+    agent: { harness: name, settings: { max_retries: 0, ...E2E_SETTINGS[name] } },
+    builder: { strategy: "prefix_merging" },
+    evaluator: { strategy: EVALUATOR, config: { file: "hello.txt", expect: "hi" } },
+    ...extra,
+  };
+}
+
+/** Runs argv (a `polar run`, possibly under strace) to the end; stdout and stderr together. */
+export function runProcess(
+  argv: string[],
+  timeoutMs: number,
+): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(argv[0] as string, argv.slice(1), {
+      cwd: ROOT,
+      env: process.env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (chunk) => {
+      output += chunk;
+    });
+    child.stderr.on("data", (chunk) => {
+      output += chunk;
+    });
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.on("error", reject);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolvePromise({ code, output });
+    });
+  });
+}
+
+/** The one session result of `taskId` in a `polar run` store dir. */
+export async function readSessionResult(
+  storeDir: string,
+  taskId: string,
+  output: string,
+): Promise<SessionResult> {
+  const store = new DirectoryStore(storeDir);
+  const key = (await store.list(keys.resultsOfTask(taskId)))[0];
+  const bytes = key ? await store.get(key) : null;
+  if (!bytes) throw new Error(`polar run wrote no result for ${taskId}:\n${output}`);
+  return SessionResult.parse(JSON.parse(new TextDecoder().decode(bytes)));
+}

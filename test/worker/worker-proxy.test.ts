@@ -1,0 +1,189 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { decodeCapture } from "../../shared/capture-codec.ts";
+import { keys } from "../../shared/keys.ts";
+import type { CaptureRecord } from "../../shared/schemas/capture.ts";
+import { mintSessionToken } from "../../shared/session-token.ts";
+import { type PolicyServer, startPolicy } from "../support/policy.ts";
+import { type RunningS3rver, startS3rver } from "../support/s3rver.ts";
+import { startWorkers, type WorkerHost } from "./worker-host.ts";
+
+// The Worker build in workerd (Miniflare) against the dry-run policy: every provider API, a stream,
+// and captures landing in an R2 binding and, through the S3 API, in s3rver.
+const KEY = "worker-test-signing-key";
+let policy: PolicyServer;
+let s3: RunningS3rver;
+let host: WorkerHost;
+
+beforeAll(async () => {
+  [policy, s3] = await Promise.all([startPolicy(), startS3rver({ bucket: "worker-captures" })]);
+  const common = { UPSTREAM_URL: policy.url, POLAR_SIGNING_KEY: KEY };
+  host = await startWorkers([
+    { name: "on-r2", vars: { ...common, STORE: "r2", R2_PREFIX: "polar" }, r2: true },
+    {
+      name: "on-s3",
+      vars: {
+        ...common,
+        STORE: "s3",
+        S3_BUCKET: s3.bucket,
+        S3_PREFIX: "runs/w",
+        S3_ENDPOINT: s3.endpoint,
+        AWS_ACCESS_KEY_ID: "S3RVER",
+        AWS_SECRET_ACCESS_KEY: "S3RVER",
+      },
+    },
+    { name: "misconfigured", vars: { STORE: "r2", UPSTREAM_URL: "not a url" } },
+  ]);
+});
+
+afterAll(async () => {
+  await host?.dispose();
+  await Promise.all([policy?.close(), s3?.stop()]);
+});
+
+const token = (sessionId: string) => mintSessionToken({ sessionId, taskId: "wt", ttlSeconds: 600 }, KEY);
+
+async function r2Captures(sessionId: string): Promise<CaptureRecord[]> {
+  const bucket = await host.mf.getR2Bucket("CAPTURES", "on-r2");
+  const listed = await bucket.list({ prefix: `polar/${keys.capturesOfSession("wt", sessionId)}` });
+  const out: CaptureRecord[] = [];
+  for (const object of listed.objects) {
+    const body = await bucket.get(object.key);
+    if (body) out.push(await decodeCapture(new Uint8Array(await body.arrayBuffer())));
+  }
+  return out;
+}
+
+function expectTrainable(capture: CaptureRecord, provider: string) {
+  expect(capture.provider).toBe(provider);
+  expect(capture.session_id).toBeTruthy();
+  expect(capture.prompt_token_ids?.length ?? 0).toBeGreaterThan(5);
+  expect(capture.response_token_ids?.length ?? 0).toBeGreaterThan(0);
+  expect(capture.response_logprobs?.length).toBe(capture.response_token_ids?.length);
+}
+
+describe("Worker on workerd with an R2 binding", () => {
+  it("answers OpenAI Chat Completions and captures the call to R2", async () => {
+    const res = await host.fetch("on-r2", "/v1/chat/completions", {
+      method: "POST",
+      headers: { authorization: `Bearer ${await token("chat")}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "policy", messages: [{ role: "user", content: "hi" }] }),
+    });
+    expect(res.status).toBe(200);
+    const body = await res.json();
+    expect(body.object).toBe("chat.completion");
+    expect(body.choices[0].message.content).toContain("Hello from the Polar dry-run policy");
+    expect(body).not.toHaveProperty("prompt_token_ids");
+    const [capture] = await r2Captures("chat");
+    expectTrainable(capture, "openai_chat");
+    expect(res.headers.get("x-polar-capture-id")).toBe(capture.capture_id);
+  });
+
+  it("answers Anthropic Messages, OpenAI Responses and Google generateContent in their own shapes", async () => {
+    const anthropic = await host.fetch("on-r2", "/v1/messages", {
+      method: "POST",
+      headers: { "x-api-key": await token("anthropic"), "anthropic-version": "2023-06-01" },
+      body: JSON.stringify({ model: "policy", max_tokens: 200, messages: [{ role: "user", content: "hi" }] }),
+    });
+    expect(anthropic.status).toBe(200);
+    const a = await anthropic.json();
+    expect(a).toMatchObject({ type: "message", role: "assistant" });
+    expect(a.content[0].text).toContain("Hello from the Polar dry-run policy");
+
+    const responses = await host.fetch("on-r2", "/v1/responses", {
+      method: "POST",
+      headers: { authorization: `Bearer ${await token("responses")}` },
+      body: JSON.stringify({ model: "policy", input: "hi" }),
+    });
+    expect(responses.status).toBe(200);
+    const r = await responses.json();
+    expect(r.object).toBe("response");
+    expect(JSON.stringify(r.output)).toContain("Hello from the Polar dry-run policy");
+
+    const google = await host.fetch("on-r2", "/v1beta/models/policy:generateContent", {
+      method: "POST",
+      headers: { "x-goog-api-key": await token("google") },
+      body: JSON.stringify({ contents: [{ role: "user", parts: [{ text: "hi" }] }] }),
+    });
+    expect(google.status).toBe(200);
+    const g = await google.json();
+    expect(g.candidates[0].content.parts[0].text).toContain("Hello from the Polar dry-run policy");
+
+    expectTrainable((await r2Captures("anthropic"))[0], "anthropic");
+    expectTrainable((await r2Captures("responses"))[0], "openai_responses");
+    expectTrainable((await r2Captures("google"))[0], "google");
+  });
+
+  it("streams an Anthropic answer as SSE events, with the capture stored", async () => {
+    const res = await host.fetch("on-r2", "/v1/messages", {
+      method: "POST",
+      headers: { "x-api-key": await token("stream"), "anthropic-version": "2023-06-01" },
+      body: JSON.stringify({
+        model: "policy",
+        max_tokens: 200,
+        stream: true,
+        messages: [{ role: "user", content: "hi" }],
+      }),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/text\/event-stream/);
+    const text = await res.text();
+    const events = [...text.matchAll(/^event: (\S+)$/gm)].map((m) => m[1]);
+    expect(events[0]).toBe("message_start");
+    expect(events.at(-1)).toBe("message_stop");
+    const deltas = [...text.matchAll(/^data: (.*)$/gm)]
+      .map((m) => JSON.parse(m[1]))
+      .filter((d) => d.type === "content_block_delta")
+      .map((d) => d.delta.text)
+      .join("");
+    expect(deltas).toContain("Hello from the Polar dry-run policy");
+    const [capture] = await r2Captures("stream");
+    expect(capture.stream).toBe(true);
+    expectTrainable(capture, "anthropic");
+  });
+
+  it("refuses a call without a valid session token, in the provider's shape", async () => {
+    const res = await host.fetch("on-r2", "/v1/messages", {
+      method: "POST",
+      headers: { "x-api-key": "not-a-token", "anthropic-version": "2023-06-01" },
+      body: JSON.stringify({ model: "policy", max_tokens: 10, messages: [{ role: "user", content: "hi" }] }),
+    });
+    expect(res.status).toBe(401);
+    expect(await res.json()).toMatchObject({ type: "error", error: { type: "authentication_error" } });
+  });
+});
+
+describe("Worker on workerd with an S3 store", () => {
+  it("captures to an S3-compatible server (s3rver) with SigV4 from its secrets", async () => {
+    const res = await host.fetch("on-s3", "/v1/chat/completions", {
+      method: "POST",
+      headers: { authorization: `Bearer ${await token("s3-chat")}` },
+      body: JSON.stringify({ model: "policy", stream: true, messages: [{ role: "user", content: "hi" }] }),
+    });
+    expect(res.status).toBe(200);
+    const sse = await res.text();
+    expect(sse).toContain("data: [DONE]");
+    const { ListObjectsV2Command, GetObjectCommand } = await import("@aws-sdk/client-s3");
+    const prefix = `runs/w/${keys.capturesOfSession("wt", "s3-chat")}`;
+    const listed = await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: prefix }));
+    expect(listed.Contents?.length).toBe(1);
+    const object = await s3.client.send(
+      new GetObjectCommand({ Bucket: s3.bucket, Key: listed.Contents?.[0].Key }),
+    );
+    const capture = await decodeCapture(
+      await (object.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray(),
+    );
+    expect(capture.stream).toBe(true);
+    expectTrainable(capture, "openai_chat");
+  });
+});
+
+describe("Worker configuration", () => {
+  it("answers every request with a 500 naming the bad settings, without crashing", async () => {
+    const res = await host.fetch("misconfigured", "/healthz");
+    expect(res.status).toBe(500);
+    const body = await res.json();
+    expect(body.error.message).toMatch(/UPSTREAM_URL/);
+    const again = await host.fetch("misconfigured", "/v1/chat/completions", { method: "POST", body: "{}" });
+    expect(again.status).toBe(500);
+  });
+});
