@@ -19,6 +19,13 @@ const PROVIDERS = ALL_PROVIDERS.filter(
   (p) => !process.env.BENCH_PROVIDERS || process.env.BENCH_PROVIDERS.split(",").includes(p),
 );
 const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? "1,64").split(",").map(Number);
+// BENCH_TARGETS=pass,dir,discard,s3,ccr narrows the targets (the upstream is always measured).
+const TARGETS = process.env.BENCH_TARGETS?.split(",");
+const wanted = (name: string) => !TARGETS || TARGETS.includes(name);
+// BENCH_STREAMS=false narrows to non-streamed (or true: streamed) calls.
+const STREAMS = [false, true].filter(
+  (s) => !process.env.BENCH_STREAMS || process.env.BENCH_STREAMS.split(",").includes(String(s)),
+);
 const ROUNDS = 2;
 const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 1);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 4);
@@ -196,13 +203,13 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 async function run(): Promise<{ markdown: string }> {
   const upstream = await startUpstream();
-  const s3 = await startS3();
+  const s3 = wanted("s3") ? await startS3() : null;
   const storeDir = mkdtempSync(join(os.tmpdir(), "polar-bench-store-"));
   const signingKey = "bench-signing-key-0123456789abcdef";
   const env = { POLAR_SIGNING_KEY: signingKey };
   const s3env = {
     ...env,
-    AWS_ENDPOINT_URL_S3: s3.endpoint,
+    AWS_ENDPOINT_URL_S3: s3?.endpoint ?? "",
     AWS_ACCESS_KEY_ID: "S3RVER",
     AWS_SECRET_ACCESS_KEY: "S3RVER",
     AWS_REGION: "us-east-1",
@@ -215,31 +222,36 @@ async function run(): Promise<{ markdown: string }> {
     key: "x",
   };
   const passPort = await freePort();
-  const pass: Target = {
-    name: "pass-through",
-    url: `http://127.0.0.1:${passPort}`,
-    child: await startChild(
-      node,
-      [join(root, "bench/support/pass-through.ts"), upstream.url, String(passPort)],
-      {
-        ready: listening,
-      },
-    ),
-    providers: PROVIDERS,
-    key: "x",
-  };
-  const ours = await startPolar("polar (dir store)", upstream.url, storeDir, env);
-  const oursS3 = await startPolar("polar (S3 store)", upstream.url, "s3://polar-bench/captures-bench", s3env);
-  const oursOff = await startPolar("polar (capture not written)", upstream.url, "discard", env);
-  const ccr = await startCcr(upstream.url);
+  const pass: Target | null = !wanted("pass")
+    ? null
+    : {
+        name: "pass-through",
+        url: `http://127.0.0.1:${passPort}`,
+        child: await startChild(
+          node,
+          [join(root, "bench/support/pass-through.ts"), upstream.url, String(passPort)],
+          {
+            ready: listening,
+          },
+        ),
+        providers: PROVIDERS,
+        key: "x",
+      };
+  const ours = wanted("dir") ? await startPolar("polar (dir store)", upstream.url, storeDir, env) : null;
+  const oursS3 =
+    s3 && (await startPolar("polar (S3 store)", upstream.url, "s3://polar-bench/captures-bench", s3env));
+  const oursOff = wanted("discard")
+    ? await startPolar("polar (capture not written)", upstream.url, "discard", env)
+    : null;
+  const ccr = wanted("ccr") ? await startCcr(upstream.url) : null;
   console.error(`bench: targets up (${ccr ? "with" : "without"} claude-code-router)`);
-  const targets = [direct, pass, ours, oursS3, oursOff, ...(ccr ? [ccr] : [])];
+  const targets = [direct, pass, ours, oursS3, oursOff, ccr].filter((t): t is Target => t !== null);
 
   const lines: string[] = [];
   const summary: string[] = [];
   try {
     for (const provider of PROVIDERS) {
-      for (const stream of [false, true]) {
+      for (const stream of STREAMS) {
         const w = workload(provider, stream, "x");
         lines.push(
           "",
@@ -288,7 +300,7 @@ async function run(): Promise<{ markdown: string }> {
     }
   } finally {
     for (const t of targets) await t.child.stop();
-    await s3.child.stop();
+    await s3?.child.stop();
   }
 
   const captureFiles = listFiles(join(storeDir, "captures"));

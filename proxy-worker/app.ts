@@ -72,6 +72,7 @@ function resolve(deps: ProxyDeps): Gateway {
     codecs: deps.codecs ?? defaultCodecs,
     log: deps.log ?? ((m) => console.error(`[polar proxy] ${m}`)),
     captureRetry: deps.captureRetry ?? {},
+    gzip: deps.gzip,
     models: new ModelCatalog(deps.upstream),
   };
 }
@@ -121,6 +122,7 @@ async function dispatch(g: Gateway, request: Request): Promise<Response> {
     codec,
     identity: auth.identity,
     body: body.json,
+    bodyBytes: body.bytes,
     ctx: { path, query: url.searchParams, pathModel: route.pathModel, pathStream: route.pathStream },
     headers: request.headers,
     startedAt,

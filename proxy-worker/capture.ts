@@ -1,4 +1,5 @@
-import { encodeCapture } from "../shared/capture-codec.ts";
+import { encodeCaptureWith } from "../shared/capture-codec.ts";
+import type { GzipFn } from "../shared/encoding/gzip.ts";
 import { keys } from "../shared/keys.ts";
 import type { CaptureRecord, Provider } from "../shared/schemas/capture.ts";
 import type { ObjectStore } from "../shared/store/object-store.ts";
@@ -13,6 +14,8 @@ export interface CaptureFacts {
   stream: boolean;
   modelRequested: string | null;
   request: unknown;
+  /** `request` as the JSON bytes the client sent, when in hand. */
+  requestJson?: Uint8Array;
   chatRequest: unknown;
   startedAt: number;
   endedAt: number;
@@ -71,6 +74,10 @@ export interface CaptureWriteOptions {
   /** Wait before retry i (1-based) is baseDelayMs * 4^(i-1). Default 100 ms. */
   baseDelayMs?: number;
   log: (message: string) => void;
+  /** Capture compressor (gzip format); default CompressionStream. */
+  gzip?: GzipFn;
+  /** The record's `request` as the JSON bytes it was parsed from (see `encodeCapture`). */
+  requestJson?: Uint8Array;
 }
 
 /** The capture could not be stored: the client must get a 5xx so the harness retries the call. */
@@ -89,7 +96,7 @@ export async function writeCapture(
   const key = captureKey(rec);
   let bytes: Uint8Array;
   try {
-    bytes = await encodeCapture(rec);
+    bytes = await encodeCaptureWith(rec, { gzip: opts.gzip, requestJson: opts.requestJson });
   } catch (err) {
     opts.log(`capture ${key}: could not encode the record: ${message(err)}`);
     throw new CaptureWriteError(`capture could not be encoded: ${message(err)}`);

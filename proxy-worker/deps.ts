@@ -1,3 +1,4 @@
+import type { GzipFn } from "../shared/encoding/gzip.ts";
 import type { ObjectStore } from "../shared/store/object-store.ts";
 import type { PolicyVersionSource } from "./admin.ts";
 import type { AuthConfig } from "./auth.ts";
@@ -32,6 +33,8 @@ export interface ProxyDeps {
   captureRetry?: { attempts?: number; baseDelayMs?: number };
   /** Turns on the task control API (`/v1/tasks`, `/openapi.json`); see proxy-worker/control/. */
   control?: ControlDeps;
+  /** Compresses captures (must write gzip). Default CompressionStream; the Node adapter passes node:zlib. */
+  gzip?: GzipFn;
 }
 
 /** The deps with defaults applied, shared by the route handlers. */
@@ -47,4 +50,5 @@ export interface Gateway {
   log: (message: string) => void;
   captureRetry: { attempts?: number; baseDelayMs?: number };
   models: ModelCatalog;
+  gzip: GzipFn | undefined;
 }

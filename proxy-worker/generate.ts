@@ -16,6 +16,8 @@ export interface GenerateCall {
   codec: ProviderCodec;
   identity: SessionIdentity;
   body: unknown;
+  /** The body as received (UTF-8 JSON of `body`), stored verbatim in the capture. */
+  bodyBytes?: Uint8Array;
   ctx: RequestContext;
   headers: Headers;
   startedAt: number;
@@ -45,6 +47,7 @@ export async function handleGenerate(g: Gateway, call: GenerateCall): Promise<Re
     stream: decoded.stream,
     modelRequested: decoded.model ?? null,
     request: call.body,
+    requestJson: call.bodyBytes,
     chatRequest,
     startedAt: call.startedAt,
     endedAt: g.clock(),
@@ -112,7 +115,12 @@ async function decode(g: Gateway, call: GenerateCall): Promise<DecodedRequest | 
 /** Null when the capture is stored; else the 503 the client must get. */
 async function store(g: Gateway, facts: CaptureFacts): Promise<Response | null> {
   try {
-    await writeCapture(g.store, buildCaptureRecord(facts), { ...g.captureRetry, log: g.log });
+    await writeCapture(g.store, buildCaptureRecord(facts), {
+      ...g.captureRetry,
+      log: g.log,
+      gzip: g.gzip,
+      requestJson: facts.requestJson,
+    });
     return null;
   } catch (err) {
     const why = err instanceof CaptureWriteError ? err.message : String(err);

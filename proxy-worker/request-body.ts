@@ -1,6 +1,9 @@
 import { BodyTooLargeError, readBodyLimited } from "./limits.ts";
 
-export type BodyResult = { ok: true; json: unknown } | { ok: false; status: number; message: string };
+/** `bytes` is the body exactly as received: the capture stores it instead of re-serializing `json`. */
+export type BodyResult =
+  | { ok: true; json: unknown; bytes: Uint8Array }
+  | { ok: false; status: number; message: string };
 
 const decoder = new TextDecoder("utf-8", { fatal: true });
 
@@ -16,7 +19,7 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
   if (bytes.byteLength === 0)
     return { ok: false, status: 400, message: "request body is empty; expected a JSON object" };
   try {
-    return { ok: true, json: JSON.parse(decoder.decode(bytes)) };
+    return { ok: true, json: JSON.parse(decoder.decode(bytes)), bytes };
   } catch (err) {
     return { ok: false, status: 400, message: `request body is not valid JSON: ${(err as Error).message}` };
   }

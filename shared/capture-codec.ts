@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { gunzip, gzip } from "./encoding/gzip.ts";
+import { type GzipFn, type GzipPart, gunzip, gzipParts } from "./encoding/gzip.ts";
 import { restoreStrings, STRING_REFS_ENCODING, shareStrings } from "./encoding/string-refs.ts";
 import {
   PackedLogprobs,
@@ -35,8 +35,25 @@ export type StoredCapture = z.infer<typeof StoredCapture>;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8", { fatal: true });
 
+export interface EncodeCaptureOptions {
+  /** The compressor (default: CompressionStream). It must write gzip: readers expect `.json.gz`. */
+  gzip?: GzipFn;
+  /**
+   * `rec.request` as the UTF-8 JSON text it was parsed from (the body the client sent). Stored
+   * verbatim instead of serializing the parsed request again, which the proxy would otherwise do
+   * on every call for a ~50 KB body. The caller promises `JSON.parse(text)` gives `rec.request`;
+   * text that is not a JSON object is ignored (the parsed request is serialized instead).
+   */
+  requestJson?: Uint8Array;
+}
+
 /** Throws `CaptureCodecError` naming the field if `rec` is not a valid CaptureRecord. */
-export async function encodeCapture(rec: CaptureRecord): Promise<Uint8Array> {
+export function encodeCapture(rec: CaptureRecord): Promise<Uint8Array> {
+  return encodeCaptureWith(rec, {});
+}
+
+/** `encodeCapture` with the hot path's options (the proxy's compressor, the request's raw bytes). */
+export async function encodeCaptureWith(rec: CaptureRecord, opts: EncodeCaptureOptions): Promise<Uint8Array> {
   if (typeof rec !== "object" || rec === null) throw new CaptureCodecError("capture record is not an object");
   // Token arrays are checked while packing (one pass, no per-element zod cost on the hot path).
   const { prompt_token_ids, response_token_ids, response_logprobs, ...rest } = rec;
@@ -51,7 +68,7 @@ export async function encodeCapture(rec: CaptureRecord): Promise<Uint8Array> {
       response_token_ids: packOrNull("response_token_ids", response_token_ids, packTokenIds),
       response_logprobs: packOrNull("response_logprobs", response_logprobs, packLogprobs),
     };
-    return await gzip(encoder.encode(JSON.stringify(stored)));
+    return await (opts.gzip ?? gzipParts)(serialize(stored, opts.requestJson));
   } catch (err) {
     throw new CaptureCodecError(
       `capture record ${rec.capture_id} cannot be encoded: ${(err as Error).message}`,
@@ -86,6 +103,50 @@ export async function decodeCapture(bytes: Uint8Array): Promise<CaptureRecord> {
 }
 
 export class CaptureCodecError extends Error {}
+
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+
+/**
+ * The stored JSON as UTF-8 parts, in the order: the small fields, `request` (spliced in as
+ * sent when `requestJson` is usable), then the packed token ids (marked dense for the
+ * compressor), then the logprobs. Readers do not depend on key order.
+ */
+function serialize(stored: StoredCapture, requestJson: Uint8Array | undefined): GzipPart[] {
+  const { request, prompt_token_ids, response_token_ids, response_logprobs, ...rest } = stored;
+  const parts: GzipPart[] = [];
+  let text = JSON.stringify(rest).slice(0, -1);
+  if (requestJson && isJsonObjectText(requestJson)) {
+    parts.push({ bytes: encoder.encode(`${text},"request":`) }, { bytes: requestJson });
+    text = "";
+  } else {
+    // As JSON.stringify(stored) would: a value with no JSON form leaves the key out.
+    const json = JSON.stringify(request) as string | undefined;
+    if (json !== undefined) text += `,"request":${json}`;
+  }
+  parts.push({ bytes: encoder.encode(text) });
+  parts.push({
+    bytes: encoder.encode(
+      `,"prompt_token_ids":${JSON.stringify(prompt_token_ids)},"response_token_ids":${JSON.stringify(response_token_ids)}`,
+    ),
+    dense: true,
+  });
+  parts.push({ bytes: encoder.encode(`,"response_logprobs":${JSON.stringify(response_logprobs)}}`) });
+  return parts;
+}
+
+/** Starts with `{` and ends with `}` after whitespace: a cheap guard, not a parse (a BOM fails it). */
+function isJsonObjectText(bytes: Uint8Array): boolean {
+  let i = 0;
+  let j = bytes.length - 1;
+  while (i <= j && isJsonSpace(bytes[i])) i++;
+  while (j >= i && isJsonSpace(bytes[j])) j--;
+  return i < j && bytes[i] === OPEN_BRACE && bytes[j] === CLOSE_BRACE;
+}
+
+function isJsonSpace(b: number): boolean {
+  return b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
+}
 
 function packOrNull<T>(field: string, values: unknown, pack: (v: readonly number[]) => T): T | null {
   if (values === null) return null;

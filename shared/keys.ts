@@ -14,4 +14,7 @@ export const keys = {
   shard: (taskId: string) => `trajectories/${assertValidId(taskId, "task_id")}.parquet`,
   shardJsonl: (taskId: string) => `trajectories/${assertValidId(taskId, "task_id")}.jsonl`,
   cancel: (taskId: string) => `cancel/${assertValidId(taskId, "task_id")}`,
+  /** Harness artifacts (e.g. Codex session logs) kept by POSTRUN, per attempt. */
+  artifactsOfAttempt: (taskId: string, sessionId: string, attempt: number) =>
+    `artifacts/${assertValidId(taskId, "task_id")}/${assertValidId(sessionId, "session_id")}/${Math.trunc(attempt)}/`,
 } as const;

@@ -31,8 +31,14 @@ export interface PlanInput {
 }
 
 export function planTurn(input: PlanInput): PlannedTurn {
-  const firstUser = input.messages.find((m) => m.role === "user");
-  const body = firstUser ? findScriptBlock(contentText(firstUser.content)) : undefined;
+  // The first user message that holds a script: harnesses such as Codex send context (e.g.
+  // `<environment_context>`) as a user message before the task's instruction.
+  let body: string | undefined;
+  for (const m of input.messages) {
+    if (m.role !== "user") continue;
+    body = findScriptBlock(contentText(m.content));
+    if (body !== undefined) break;
+  }
   if (body === undefined) return { content: NO_SCRIPT_TEXT, toolCalls: [] };
 
   const parsed = parseScript(body);

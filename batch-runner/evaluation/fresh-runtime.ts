@@ -1,4 +1,3 @@
-import type { TaskRequest } from "../../shared/schemas/task.ts";
 import type { Runtime, RuntimeFactory, RuntimeSpecInput } from "../runtime/runtime.ts";
 
 /**
@@ -57,38 +56,4 @@ export function freshRuntimes(opts: FreshRuntimeOptions): FreshRuntimes {
       await Promise.all(created.map((r) => r.stop().catch(() => {})));
     },
   };
-}
-
-/** The fresh runtimes of one session's evaluation, built like the session's own runtime. */
-export function evaluationRuntimes(opts: {
-  factories: Record<string, RuntimeFactory>;
-  task: TaskRequest;
-  sessionId: string;
-  proxyUrl: string;
-  prewarm: boolean;
-}): FreshRuntimes {
-  const { task } = opts;
-  const factory = opts.factories[task.runtime.backend];
-  if (!factory) {
-    return {
-      get: () =>
-        Promise.reject(
-          new Error(`runtime.backend: no runtime named ${JSON.stringify(task.runtime.backend)}`),
-        ),
-      dispose: async () => {},
-    };
-  }
-  return freshRuntimes({
-    factory,
-    spec: {
-      sessionId: `${opts.sessionId}.eval`,
-      image: task.runtime.image,
-      env: task.runtime.env,
-      limits: task.runtime.limits,
-      proxyUrl: opts.proxyUrl,
-    },
-    prepare: task.runtime.prepare,
-    timeoutMs: task.timeout_seconds * 1000,
-    prewarm: opts.prewarm,
-  });
 }

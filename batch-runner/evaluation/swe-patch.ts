@@ -31,6 +31,8 @@ export const SwePatchConfig = z
     base_ref: z.string().min(1).default("HEAD"),
     /** Regex with named groups `status` and `test` when the log is in none of the built-in formats. */
     result_pattern: z.string().optional(),
+    /** Extra `status` values that mean a pass (besides ok, passed, pass, xfail, success). */
+    pass_statuses: z.array(z.string().min(1)).default([]),
     env: z.record(z.string(), z.string()).default({}),
     timeout_seconds: z.number().positive().optional(),
   })
@@ -118,7 +120,11 @@ async function runTests(
   if (!cfg.test_command.includes("{{test}}")) {
     const res = await runtime.exec(["sh", "-c", cfg.test_command], opts);
     const log = `${res.stdout}\n${res.stderr}`;
-    return { results: parseTestResults(log, cfg.result_pattern), log, exitCodes: { "*": res.exitCode } };
+    return {
+      results: parseTestResults(log, cfg.result_pattern, cfg.pass_statuses),
+      log,
+      exitCodes: { "*": res.exitCode },
+    };
   }
   const results = new Map<string, TestStatus>();
   const exitCodes: Record<string, number | null> = {};

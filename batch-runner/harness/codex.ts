@@ -12,8 +12,8 @@ import {
 import { toToml } from "./toml.ts";
 
 /*
- * Codex refuses to create its helper binaries when CODEX_HOME is under /tmp (it warns and runs
- * on, but sandbox helpers are then missing): runners should give sessions a HOME elsewhere.
+ * Under /tmp, Codex refuses to create its PATH helper aliases in CODEX_HOME; it warns and runs
+ * on (the runs here do), but a sessions dir outside /tmp avoids the warning.
  */
 const CODEX_HOME = ".codex";
 /** Codex reads the provider's key from the variable named by `env_key`. */

@@ -1,10 +1,15 @@
 import type { SessionResult, Trajectory, TrajectoryStatus } from "../../shared/schemas/trajectory.ts";
 import { evaluateSession } from "../evaluation/evaluate-session.ts";
+import type { HarnessOutcome } from "../harness/preset.ts";
+import { keepArtifacts } from "./keep-artifacts.ts";
 import { commitResult, emptyTrajectory } from "./session-result.ts";
 import type { RanSession, SessionDeps } from "./session-types.ts";
 
 /** What the run ended as: a timeout or crash still yields the partial captures as a trajectory. */
-export function runStatus(s: RanSession): { status: TrajectoryStatus; error: string | null } {
+export function runStatus(
+  s: RanSession,
+  outcome: HarnessOutcome,
+): { status: TrajectoryStatus; error: string | null } {
   if (s.cancelled) return { status: "ERROR", error: `task ${s.task.task_id} was cancelled` };
   const exec = s.exec;
   if (!exec) return { status: "ERROR", error: "the harness did not run" };
@@ -14,6 +19,13 @@ export function runStatus(s: RanSession): { status: TrajectoryStatus; error: str
     const why = exec.exitCode === null ? `was killed by ${exec.signal}` : `exited with code ${exec.exitCode}`;
     const tail = exec.stderr.trim().slice(-400);
     return { status: "ERROR", error: `the harness ${why}${tail ? `: ${tail}` : ""}` };
+  }
+  // Some CLIs (Pi) exit 0 even when every model call failed; their JSON output says so.
+  if (!outcome.success) {
+    return {
+      status: "ERROR",
+      error: `the harness exited 0 but its output reports failure (${s.preset.name})`,
+    };
   }
   return { status: "COMPLETED", error: null };
 }
@@ -25,7 +37,10 @@ export function runStatus(s: RanSession): { status: TrajectoryStatus; error: str
 export async function postrunSession(deps: SessionDeps, s: RanSession): Promise<void> {
   const started = Date.now();
   try {
-    const { status, error } = runStatus(s);
+    const outcome: HarnessOutcome = s.exec
+      ? s.preset.parseOutput(s.exec.stdout, s.exec.stderr, s.exec.exitCode)
+      : { finalAnswer: null, success: false };
+    const { status, error } = runStatus(s, outcome);
     let trajectory: Trajectory;
     try {
       trajectory = await deps.reconstruct({
@@ -43,9 +58,6 @@ export async function postrunSession(deps: SessionDeps, s: RanSession): Promise<
         `reconstruction failed: ${(err as Error).message}`,
       );
     }
-    const outcome = s.exec
-      ? s.preset.parseOutput(s.exec.stdout, s.exec.stderr, s.exec.exitCode)
-      : { finalAnswer: null, success: false };
     const agent = {
       exitCode: s.exec?.exitCode ?? null,
       timedOut: s.exec?.timedOut ?? false,
@@ -61,6 +73,18 @@ export async function postrunSession(deps: SessionDeps, s: RanSession): Promise<
       freshRuntime: () => s.fresh.get(),
     });
     trajectory = evaluated.trajectory;
+    const artifacts = await keepArtifacts({
+      store: deps.store,
+      taskId: s.job.task_id,
+      sessionId: s.job.session_id,
+      attempt: s.attempt,
+      homeDir: s.runtime.homeDir,
+      paths: s.preset.artifacts,
+    }).catch((err) => {
+      deps.log(`session ${s.job.session_id}: artifacts not kept: ${(err as Error).message}`);
+      return { keys: [], skipped: [] };
+    });
+    for (const why of artifacts.skipped) deps.log(`session ${s.job.session_id}: artifact skipped: ${why}`);
     const result: SessionResult = {
       v: 1,
       task_id: s.job.task_id,
@@ -81,6 +105,7 @@ export async function postrunSession(deps: SessionDeps, s: RanSession): Promise<
       evaluation: evaluated.record,
       trajectory,
       error: trajectory.error ?? evaluated.error,
+      artifacts: artifacts.keys,
     };
     await commitResult(deps, s.job, result);
   } finally {

@@ -5,6 +5,12 @@ import { base64ToBytes, bytesToBase64 } from "./base64.ts";
  * Compact, tagged forms of token arrays for stored records. The tag names the byte layout so
  * the format can evolve: readers dispatch on `enc`, writers pick the smallest that fits.
  *
+ * - `u18.b64x3`: each id is exactly 3 base64-alphabet digits (18 bits), most significant first,
+ *   for vocabularies below 2^18 (Qwen3: 151,669). Same property as below (an id is a fixed-size
+ *   group of characters, so repeated token runs are repeated strings for gzip), 25% less text,
+ *   and every character carries 6 bits of the id. On 12,000 real prompt ids after gzip: 12.3 KB
+ *   (u24le.b64: 13.4 KB); on pseudo-random ids 27 KB against 32 KB. Less text also means less
+ *   for gzip to chew on the hot path.
  * - `u24le.b64`: 3 bytes per id, little-endian. Every id is exactly 4 base64 characters, so a
  *   token sequence that repeats (system prompt, tool schemas, earlier turns) is a repeated
  *   string that gzip matches. On 12,000 real prompt ids after base64 + gzip: 13.4 KB, against
@@ -14,7 +20,7 @@ import { base64ToBytes, bytesToBase64 } from "./base64.ts";
  *   which is what vLLM and SGLang compute them in).
  */
 export const PackedTokenIds = z.object({
-  enc: z.enum(["u24le.b64", "i32le.b64"]),
+  enc: z.enum(["u18.b64x3", "u24le.b64", "i32le.b64"]),
   n: z.number().int().nonnegative(),
   data: z.string(),
 });
@@ -27,15 +33,33 @@ export const PackedLogprobs = z.object({
 });
 export type PackedLogprobs = z.infer<typeof PackedLogprobs>;
 
+const U18_LIMIT = 1 << 18;
 const U24_LIMIT = 1 << 24;
+const DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+const DIGIT_CODES = Uint8Array.from(DIGITS, (c) => c.charCodeAt(0));
+/** Char code -> digit value, or -1 for a character outside the alphabet. */
+const DIGIT_VALUES = new Int8Array(128).fill(-1);
+for (let i = 0; i < DIGITS.length; i++) DIGIT_VALUES[DIGITS.charCodeAt(i)] = i;
+const ascii = new TextDecoder();
 
 export function packTokenIds(ids: readonly number[]): PackedTokenIds {
   let max = 0;
-  for (const id of ids) {
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i];
     if (!Number.isInteger(id) || id < 0 || id > 0x7fffffff) {
       throw new TokenPackingError(`token id ${id} is not an integer in [0, 2^31)`);
     }
     if (id > max) max = id;
+  }
+  if (max < U18_LIMIT) {
+    const chars = new Uint8Array(ids.length * 3);
+    for (let i = 0, o = 0; i < ids.length; i++, o += 3) {
+      const id = ids[i];
+      chars[o] = DIGIT_CODES[id >>> 12];
+      chars[o + 1] = DIGIT_CODES[(id >>> 6) & 63];
+      chars[o + 2] = DIGIT_CODES[id & 63];
+    }
+    return { enc: "u18.b64x3", n: ids.length, data: ascii.decode(chars) };
   }
   if (max < U24_LIMIT) {
     const bytes = new Uint8Array(ids.length * 3);
@@ -54,6 +78,7 @@ export function packTokenIds(ids: readonly number[]): PackedTokenIds {
 }
 
 export function unpackTokenIds(packed: PackedTokenIds): number[] {
+  if (packed.enc === "u18.b64x3") return unpackDigits(packed.data, packed.n);
   const bytes = decodeData(packed.data, packed.enc);
   const width = packed.enc === "u24le.b64" ? 3 : 4;
   expectLength(bytes, width, packed.n, packed.enc);
@@ -102,6 +127,33 @@ export function unpackLogprobs(packed: PackedLogprobs): number[] {
 }
 
 export class TokenPackingError extends Error {}
+
+function unpackDigits(data: string, n: number): number[] {
+  if (data.length !== n * 3) {
+    throw new TokenPackingError(
+      `u18.b64x3: expected ${n} values (${n * 3} characters), found ${data.length} characters`,
+    );
+  }
+  const ids = new Array<number>(n);
+  for (let i = 0, o = 0; i < n; i++, o += 3) {
+    const a = digit(data, o);
+    const b = digit(data, o + 1);
+    const c = digit(data, o + 2);
+    ids[i] = (a << 12) | (b << 6) | c;
+  }
+  return ids;
+}
+
+function digit(data: string, at: number): number {
+  const code = data.charCodeAt(at);
+  const value = code < 128 ? DIGIT_VALUES[code] : -1;
+  if (value < 0) {
+    throw new TokenPackingError(
+      `u18.b64x3: character ${JSON.stringify(data[at])} at ${at} is not a base64 digit`,
+    );
+  }
+  return value;
+}
 
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 

@@ -68,5 +68,7 @@ export const SessionResult = z.object({
   evaluation: JsonObject.nullable(),
   trajectory: Trajectory,
   error: z.string().nullable(),
+  /** Store keys of the harness artifacts POSTRUN kept (`artifacts/{task}/{session}/{attempt}/...`). */
+  artifacts: z.array(z.string()).optional(),
 });
 export type SessionResult = z.infer<typeof SessionResult>;

@@ -1,5 +1,5 @@
 /** `polar sft` as a user runs it, on the example tasks, with the dry-run policy. */
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,28 +13,15 @@ const root = fileURLToPath(new URL("../../", import.meta.url));
 const bin = join(root, "bin/polar.js");
 const tasksFile = join(root, "examples/sft-tasks.jsonl");
 
-let dir: string;
-let run: { code: number | null; stdout: string; stderr: string };
-let results: SessionResult[];
-const readJsonl = async (path: string) =>
-  (await readFile(path, "utf8"))
-    .split("\n")
-    .filter((l) => l !== "")
-    .map(
-      (l) =>
-        JSON.parse(l) as Record<string, unknown> & { polar: { session_id: string; trace_index: number } },
-    );
+interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
 
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "polar-sft-cli-"));
-  const child = spawn(
-    process.execPath,
-    [bin, "sft", tasksFile, "--accept", "reward >= 1", "--out", join(dir, "out")],
-    {
-      cwd: dir,
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
+/** Runs the CLI without blocking this process (a spawnSync would freeze the in-process S3 server). */
+function runPolar(args: string[], env: NodeJS.ProcessEnv = process.env, cwd?: string): Promise<CliRun> {
+  const child = spawn(process.execPath, [bin, ...args], { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (d: Buffer) => {
@@ -43,8 +30,27 @@ beforeAll(async () => {
   child.stderr.on("data", (d: Buffer) => {
     stderr += d;
   });
-  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
-  run = { code, stdout, stderr };
+  return new Promise((resolve) => child.once("close", (code) => resolve({ code, stdout, stderr })));
+}
+
+type SftRecord = Record<string, unknown> & { polar: { session_id: string; trace_index: number } };
+const readJsonl = async (path: string): Promise<SftRecord[]> =>
+  (await readFile(path, "utf8"))
+    .split("\n")
+    .filter((l) => l !== "")
+    .map((l) => JSON.parse(l) as SftRecord);
+
+let dir: string;
+let run: CliRun;
+let results: SessionResult[];
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "polar-sft-cli-"));
+  run = await runPolar(
+    ["sft", tasksFile, "--accept", "reward >= 1", "--out", join(dir, "out")],
+    process.env,
+    dir,
+  );
   const resultsDir = join(dir, "out/rollouts/store/results");
   results = [];
   for (const task of await readdir(resultsDir)) {
@@ -99,10 +105,8 @@ describe("polar sft", () => {
   it("resumes from its work dir without rerunning, and writes to an S3 --out", async () => {
     const s3 = await startS3rver();
     try {
-      const res = spawnSync(
-        process.execPath,
+      const res = await runPolar(
         [
-          bin,
           "sft",
           tasksFile,
           "--accept",
@@ -112,27 +116,23 @@ describe("polar sft", () => {
           "--work",
           join(dir, "out/rollouts"),
         ],
-        { encoding: "utf8", env: { ...process.env, ...s3.env } },
+        { ...process.env, ...s3.env },
       );
-      expect(res.status, res.stderr).toBe(0);
-      expect(res.stderr).toMatch(/already have a result|6\/6 sessions/);
+      expect(res.code, res.stderr).toBe(0);
       const body = await s3.client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: "sft/chat.jsonl" }));
-      const remote = await body.Body?.transformToString();
-      expect(remote).toBe(await readFile(join(dir, "out/chat.jsonl"), "utf8"));
+      expect(await body.Body?.transformToString()).toBe(await readFile(join(dir, "out/chat.jsonl"), "utf8"));
+      // Same sessions, same verdicts: nothing was rerun.
+      const stats = (out: string) => out.split("\n").filter((l) => !l.startsWith("wrote "));
+      expect(stats(res.stdout)).toEqual(stats(run.stdout));
+      expect(res.stdout).toMatch(/wrote \d+ chat and \d+ token records to s3:\/\//);
     } finally {
       await s3.stop();
     }
   });
 
-  it("rejects a bad --accept expression with exit code 2 before running anything", () => {
-    const res = spawnSync(
-      process.execPath,
-      [bin, "sft", tasksFile, "--accept", "rewrad >= 1", "--out", join(dir, "x")],
-      {
-        encoding: "utf8",
-      },
-    );
-    expect(res.status).toBe(2);
+  it("rejects a bad --accept expression with exit code 2 before running anything", async () => {
+    const res = await runPolar(["sft", tasksFile, "--accept", "rewrad >= 1", "--out", join(dir, "x")]);
+    expect(res.code).toBe(2);
     expect(res.stderr).toContain('unknown name "rewrad"');
   });
 });

@@ -5,6 +5,9 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI_PRESETS, type CliHarnessName } from "../../batch-runner/harness/cli-presets.ts";
 import { installHarness } from "../../batch-runner/harness/install.ts";
+import { loadCaptures } from "../../batch-runner/reconstruction/load-captures.ts";
+import { DirectoryStore } from "../../shared/node/directory-store.ts";
+import type { CaptureRecord } from "../../shared/schemas/capture.ts";
 import type { SessionResult } from "../../shared/schemas/trajectory.ts";
 import { POLAR, readSessionResult, runProcess, scriptedTask } from "./polar-run-process.ts";
 
@@ -21,18 +24,21 @@ if (!bwrapWorks)
   console.log("bwrap missing or unusable here (user namespaces?): the no-network run is skipped");
 
 const NAMES = Object.keys(CLI_PRESETS) as CliHarnessName[];
+/** A Hugging Face-style name, as real deployments serve: the slash must survive every CLI's config. */
+const MODEL = "Qwen/Qwen3-8B";
 const taskIdOf = (name: CliHarnessName) => `bwrap-${name.replaceAll("_", "-")}`;
 
 describe.skipIf(!bwrapWorks)("all six harnesses in the bwrap runtime (no network)", () => {
   let dir: string;
   let output = "";
   const results = new Map<CliHarnessName, SessionResult>();
+  const captures = new Map<CliHarnessName, CaptureRecord[]>();
 
   beforeAll(async () => {
     for (const name of NAMES) await installHarness(CLI_PRESETS[name]);
     dir = await mkdtemp(join(tmpdir(), "harness-bwrap-"));
     const tasks = NAMES.map((name) =>
-      JSON.stringify(scriptedTask(name, taskIdOf(name), { runtime: { backend: "bwrap" } })),
+      JSON.stringify(scriptedTask(name, taskIdOf(name), { runtime: { backend: "bwrap" } }, MODEL)),
     );
     const file = join(dir, "tasks.jsonl");
     await writeFile(file, `${tasks.join("\n")}\n`);
@@ -41,8 +47,12 @@ describe.skipIf(!bwrapWorks)("all six harnesses in the bwrap runtime (no network
       240_000,
     );
     output = run.output;
+    const storeDir = join(dir, "out", "store");
     for (const name of NAMES) {
-      results.set(name, await readSessionResult(join(dir, "out", "store"), taskIdOf(name), output));
+      const result = await readSessionResult(storeDir, taskIdOf(name), output);
+      results.set(name, result);
+      const loaded = await loadCaptures(new DirectoryStore(storeDir), taskIdOf(name), result.session_id);
+      captures.set(name, loaded.captures);
     }
   }, 400_000);
 
@@ -56,5 +66,8 @@ describe.skipIf(!bwrapWorks)("all six harnesses in the bwrap runtime (no network
     expect(result?.agent).toEqual({ exit_code: 0, timed_out: false, final_answer: "Done." });
     expect(result?.evaluation?.metadata).toMatchObject({ content: "hi\n" });
     expect(result?.trajectory.reconstruction_stats.trainable_tokens ?? 0).toBeGreaterThan(0);
+    // Every call named the task's model, slash and all.
+    const models = new Set(captures.get(name)?.map((c) => c.model_requested));
+    expect([...models]).toEqual([MODEL]);
   });
 });

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI_PRESETS, type CliHarnessName } from "../../batch-runner/harness/cli-presets.ts";
-import { defaultCacheDir, installHarness } from "../../batch-runner/harness/install.ts";
+import { installHarness } from "../../batch-runner/harness/install.ts";
 import { loadCaptures } from "../../batch-runner/reconstruction/load-captures.ts";
 import { DirectoryStore } from "../../shared/node/directory-store.ts";
 import type { CaptureRecord } from "../../shared/schemas/capture.ts";
@@ -18,7 +18,9 @@ import { auditStrace, connectsOtherThan, externalConnects, type StraceAudit } fr
  * whole `polar run` runs under strace, so every connect() of the harness is on record.
  */
 
-const HAVE_STRACE = spawnSync("strace", ["-V"]).status === 0;
+/** strace present and allowed to trace (ptrace can be denied in containers). */
+const HAVE_STRACE =
+  spawnSync("strace", ["-f", "-qq", "-e", "trace=connect", "-o", "/dev/null", "true"]).status === 0;
 
 interface RunOutput {
   exitCode: number | null;
@@ -35,6 +37,17 @@ function portOf(output: string, label: string): number {
   return Number(match[1]);
 }
 
+/** One line per capture, for assertion messages: what the harness called and how it went. */
+function describeCaptures(captures: readonly CaptureRecord[]): string {
+  return captures
+    .map(
+      (c) =>
+        `${c.capture_id} ${c.provider} ${c.path} stream=${c.stream} finish=${c.finish_reason} ` +
+        `tokens=${c.response_token_ids?.length ?? "none"} error=${c.error ? `${c.error.status} ${c.error.message}` : "none"}`,
+    )
+    .join("\n");
+}
+
 export function describeHarnessE2E(name: CliHarnessName): void {
   const preset = CLI_PRESETS[name];
   const taskId = `e2e-${name.replaceAll("_", "-")}`;
@@ -45,7 +58,7 @@ export function describeHarnessE2E(name: CliHarnessName): void {
 
     beforeAll(async () => {
       // Shared with the runner's INIT (same default cache), so `polar run` finds it installed.
-      await installHarness(preset, { log: (line) => console.log(`[${name}] ${line}`) });
+      const installed = await installHarness(preset, { log: (line) => console.log(`[${name}] ${line}`) });
       dir = await mkdtemp(join(tmpdir(), `harness-e2e-${name}-`));
       const task = scriptedTask(name, taskId, {
         evaluator: {
@@ -69,14 +82,17 @@ export function describeHarnessE2E(name: CliHarnessName): void {
             ...polar,
           ]
         : polar;
-      if (!HAVE_STRACE) console.log(`[${name}] strace not found: the network audit is skipped`);
+      if (!HAVE_STRACE)
+        console.log(
+          `[${name}] strace missing or not allowed to trace here: the network audit is skipped (bwrap test still runs)`,
+        );
       const run = await runProcess(argv, 150_000);
 
       const storeDir = join(dir, "out", "store");
       const result = await readSessionResult(storeDir, taskId, run.output);
       const loaded = await loadCaptures(new DirectoryStore(storeDir), taskId, result.session_id);
       const audit = HAVE_STRACE
-        ? auditStrace(await readFile(traceFile, "utf8"), join(defaultCacheDir(), `${name}@${preset.version}`))
+        ? auditStrace(await readFile(traceFile, "utf8"), `${installed?.prefix}/`)
         : null;
       out = {
         exitCode: run.code,
@@ -112,12 +128,13 @@ export function describeHarnessE2E(name: CliHarnessName): void {
     });
 
     it(`captures speak the harness's provider API (${preset.provider})`, () => {
+      const summary = describeCaptures(out.captures);
       // Three scripted turns: two shell calls and the answer.
-      expect(out.captures.length).toBeGreaterThanOrEqual(3);
+      expect(out.captures.length, summary).toBeGreaterThanOrEqual(3);
       for (const capture of out.captures) {
-        expect(capture.provider).toBe(preset.provider);
-        expect(capture.error).toBeNull();
-        expect(capture.response_token_ids?.length ?? 0).toBeGreaterThan(0);
+        expect(capture.provider, summary).toBe(preset.provider);
+        expect(capture.error, summary).toBeNull();
+        expect(capture.response_token_ids?.length ?? 0, summary).toBeGreaterThan(0);
       }
     });
 
@@ -133,7 +150,8 @@ export function describeHarnessE2E(name: CliHarnessName): void {
         used.push(...trace.capture_ids);
       }
       // Every capture is in exactly one trace, and the scripted turns merged into one chain.
-      expect(used.sort()).toEqual(out.captures.map((c) => c.capture_id).sort());
+      const summary = `${describeCaptures(out.captures)}\n${JSON.stringify(out.result.trajectory.reconstruction_stats)}`;
+      expect(used.sort(), summary).toEqual(out.captures.map((c) => c.capture_id).sort());
       expect(Math.max(...traces.map((t) => t.capture_ids.length))).toBeGreaterThanOrEqual(3);
     });
 

@@ -39,12 +39,18 @@ export const E2E_SETTINGS: Record<CliHarnessName, Record<string, unknown>> = {
   pi: {},
 };
 
-export function scriptedTask(name: CliHarnessName, taskId: string, extra: Record<string, unknown> = {}) {
+/** `model` defaults to the schema's ("policy"); HF-style names with a slash work too. */
+export function scriptedTask(
+  name: CliHarnessName,
+  taskId: string,
+  extra: Record<string, unknown> = {},
+  model?: string,
+) {
   return {
     task_id: taskId,
     instruction: INSTRUCTION,
     timeout_seconds: 90,
-    agent: { harness: name, settings: { max_retries: 0, ...E2E_SETTINGS[name] } },
+    agent: { harness: name, model, settings: { max_retries: 0, ...E2E_SETTINGS[name] } },
     builder: { strategy: "prefix_merging" },
     evaluator: { strategy: EVALUATOR, config: { file: "hello.txt", expect: "hi" } },
     ...extra,

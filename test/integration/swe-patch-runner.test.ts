@@ -8,6 +8,7 @@ import type { TaskRequestInput } from "../../shared/schemas/task.ts";
 import { TaskRequest } from "../../shared/schemas/task.ts";
 import type { SessionResult } from "../../shared/schemas/trajectory.ts";
 import {
+  MINI_AGENT,
   type RunnerStack,
   readResult,
   scriptedTask,
@@ -62,6 +63,19 @@ beforeAll(async () => {
         },
       },
     ),
+    // Non-completed sessions: a harness that crashes after its model calls, and one that times out.
+    TaskRequest.parse(
+      scriptedTask("crashes", ["shell: echo hi", "say: done"], {
+        agent: { harness: "shell", settings: { command: `${MINI_AGENT}; exit 3` } },
+        evaluator: { strategy: "session_completed" },
+      }),
+    ),
+    TaskRequest.parse(
+      scriptedTask("times-out", ["shell: sleep 30", "say: never"], {
+        timeout_seconds: 1.5,
+        evaluator: { strategy: "test_on_output", config: { command: "true" } },
+      }),
+    ),
   ];
   await submitTasks(stack.store, queue, tasks);
   for (const t of tasks) {
@@ -108,5 +122,27 @@ describe("evaluator files", () => {
     const r = results.get("hidden-files") as SessionResult;
     expect(r.evaluation?.metadata, JSON.stringify(r.evaluation)).toMatchObject({ missing_lines: [] });
     expect(r.reward).toBe(1);
+  });
+});
+
+describe("rewards of sessions that did not complete", () => {
+  it("a crashed harness: reward 0, every trace fully masked", () => {
+    const r = results.get("crashes") as SessionResult;
+    expect(r.status).toBe("ERROR");
+    expect(r.reward).toBe(0);
+    expect(r.trajectory.traces.length).toBeGreaterThan(0);
+    for (const t of r.trajectory.traces) {
+      expect(t.loss_mask.every((m) => m === 0)).toBe(true);
+      expect(t.reward).toBe(0);
+    }
+  });
+
+  it("a harness timeout with intact captures: reward 0, mask kept, marked agent_timeout, not evaluated", () => {
+    const r = results.get("times-out") as SessionResult;
+    expect(r.status).toBe("TIMEOUT");
+    expect(r.reward).toBe(0);
+    expect(r.trajectory.traces[0].loss_mask).toContain(1);
+    expect(r.trajectory.traces[0].metadata.agent_timeout).toBe(true);
+    expect(r.evaluation?.metadata).toEqual({ skipped: "session is TIMEOUT" });
   });
 });

@@ -63,6 +63,17 @@ describe("swe_patch on a repository fixture", () => {
     expect(evaluation.metadata.patch).toMatch(/- {2}return a - b;\n\+ {2}return a \+ b;/);
   });
 
+  it("carries new files in the patch", async () => {
+    const edit = [
+      "printf 'export const plus = (a, b) => a + b;\\n' > src/plus.mjs",
+      "sed -i '1i import { plus } from \"./plus.mjs\";' src/math.mjs",
+      "sed -i 's/return a - b;/return plus(a, b);/' src/math.mjs",
+    ].join(" && ");
+    const { evaluation } = await evaluateEdit(edit);
+    expect(evaluation.metadata.patch).toMatch(/new file mode 100644\n[\s\S]*\+export const plus/);
+    expect(evaluation.outcome_reward).toBe(1);
+  });
+
   it("rewards 0 when the patch breaks a pass-to-pass test", async () => {
     const { evaluation } = await evaluateEdit(EDITS.fixButBreakMul);
     expect(evaluation.outcome_reward).toBe(0);

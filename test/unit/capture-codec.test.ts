@@ -56,8 +56,8 @@ describe("capture codec on a realistic capture", () => {
 
   it("stores token arrays packed and tagged, never as one JSON number per token", async () => {
     const stored = await storedJson(await encodeCapture(realistic));
-    expect(stored.prompt_token_ids).toMatchObject({ enc: "u24le.b64", n: 12_000 });
-    expect(stored.response_token_ids).toMatchObject({ enc: "u24le.b64", n: 500 });
+    expect(stored.prompt_token_ids).toMatchObject({ enc: "u18.b64x3", n: 12_000 });
+    expect(stored.response_token_ids).toMatchObject({ enc: "u18.b64x3", n: 500 });
     expect(stored.response_logprobs).toMatchObject({ enc: "f32le.b64", n: 500 });
     expect(stored.chat_request_enc).toBe("strref.v1");
     expect(JSON.stringify(stored)).not.toMatch(/\[\d+,\d+,\d+/);

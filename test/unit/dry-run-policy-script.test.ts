@@ -147,14 +147,16 @@ describe("planTurn", () => {
     });
   });
 
-  it("reads the script from content parts of the first user message only", () => {
+  it("reads the script of the first user message that has one, from content parts too", () => {
     const parts = { role: "user", content: [{ type: "text", text: scriptMessage(["say: from parts"]) }] };
     expect(planTurn({ messages: [{ role: "system", content: "sys" }, parts] }).content).toBe("from parts");
-    const late = [
-      { role: "user", content: "hi" },
-      { role: "user", content: scriptMessage(["say: no"]) },
+    // Codex sends `<environment_context>` as a user message before the instruction.
+    const afterContext = [
+      { role: "user", content: "<environment_context>cwd</environment_context>" },
+      { role: "user", content: scriptMessage(["say: second"]) },
+      { role: "user", content: scriptMessage(["say: third"]) },
     ];
-    expect(planTurn({ messages: late }).content).toBe(NO_SCRIPT_TEXT);
+    expect(planTurn({ messages: afterContext }).content).toBe("second");
   });
 
   it("says why when a shell step meets no shell tool (or tool_choice none)", () => {

@@ -30,10 +30,14 @@ beforeAll(async () => {
     JSON.stringify({ name: PKG, version: VERSION, bin: { "fake-cli": "cli.js" } }),
   );
   await writeFile(join(src, "cli.js"), '#!/usr/bin/env node\nconsole.log("fake-cli ran");\n');
-  const file = execFileSync("npm", ["pack", "--silent", "--pack-destination", dir], {
-    cwd: src,
-    encoding: "utf8",
-  }).trim();
+  const file = execFileSync(
+    "npm",
+    ["pack", "--silent", "--offline", "--no-update-notifier", "--pack-destination", dir],
+    {
+      cwd: src,
+      encoding: "utf8",
+    },
+  ).trim();
   const tarball = await readFile(join(dir, file));
   const integrity = `sha512-${createHash("sha512").update(tarball).digest("base64")}`;
   const shasum = createHash("sha1").update(tarball).digest("hex");

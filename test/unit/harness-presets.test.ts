@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { CLI_PRESETS } from "../../batch-runner/harness/cli-presets.ts";
 import type { PresetContext } from "../../batch-runner/harness/preset.ts";
+import { presetFor } from "../../batch-runner/harness/registry.ts";
 import { AgentSpec, HARNESSES } from "../../shared/schemas/task.ts";
 
 const TOKEN = "payload.signature";
@@ -20,6 +21,7 @@ function ctx(harness: string, over: Record<string, unknown> = {}): PresetContext
 function parseConfig(path: string, text: string): unknown {
   if (path.endsWith(".json")) return JSON.parse(text);
   if (path.endsWith(".toml")) return text; // checked by the TOML writer's own test
+  if (path.endsWith("/.polar-keep") && text === "") return text; // only creates its directory
   throw new Error(`unexpected config file ${path}`);
 }
 
@@ -119,8 +121,9 @@ describe("preset specifics", () => {
 });
 
 describe("agent.harness", () => {
-  it("every non-shell harness name has a preset", () => {
+  it("every non-shell harness name has a preset, registered for the runner", () => {
     expect(Object.keys(CLI_PRESETS).sort()).toEqual(HARNESSES.filter((h) => h !== "shell").sort());
+    for (const [name, preset] of Object.entries(CLI_PRESETS)) expect(presetFor(name)).toBe(preset);
   });
 
   it("an unknown name is a validation error listing the valid ones", () => {

@@ -1,21 +1,19 @@
 import { spawn, spawnSync } from "node:child_process";
 import { mkdir, mkdtemp, readFile, rm, symlink } from "node:fs/promises";
-import { createServer, type Server } from "node:net";
 import type { AddressInfo } from "node:net";
+import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  auditStrace,
-  connectsOtherThan,
-  externalConnects,
-} from "../../test/e2e/strace-connects.ts";
+import { auditStrace, connectsOtherThan, externalConnects } from "../../test/e2e/strace-connects.ts";
 
-const HAVE_STRACE = spawnSync("strace", ["-V"]).status === 0;
+/** strace present and allowed to trace (ptrace can be denied in containers). */
+const HAVE_STRACE =
+  spawnSync("strace", ["-f", "-qq", "-e", "trace=connect", "-o", "/dev/null", "true"]).status === 0;
 
 describe("auditStrace on recorded lines", () => {
   const trace = [
-    '100 clone(child_stack=NULL, flags=CLONE_CHILD_SETTID|SIGCHLD <unfinished ...>',
+    "100 clone(child_stack=NULL, flags=CLONE_CHILD_SETTID|SIGCHLD <unfinished ...>",
     '100 connect(20, {sa_family=AF_INET, sin_port=htons(8000), sin_addr=inet_addr("127.0.0.1")}, 16) = 0',
     "100 <... clone resumed>) = 200",
     '200 execve("/cache/codex@1/node_modules/.bin/codex", ["codex"], 0x7ff /* 9 vars */) = 0',
@@ -83,7 +81,17 @@ describe.skipIf(!HAVE_STRACE)("auditStrace on real strace output", () => {
     const status = await new Promise<number | null>((resolve) => {
       const straced = spawn(
         "strace",
-        ["-f", "-qq", "-e", "trace=connect,execve,clone,clone3,fork,vfork", "-o", traceFile, process.execPath, "-e", parent],
+        [
+          "-f",
+          "-qq",
+          "-e",
+          "trace=connect,execve,clone,clone3,fork,vfork",
+          "-o",
+          traceFile,
+          process.execPath,
+          "-e",
+          parent,
+        ],
         { stdio: "ignore", timeout: 30_000 },
       );
       straced.on("close", resolve);

@@ -37,8 +37,16 @@ const Thinking = z.object({
 const RedactedThinking = z.object({ type: z.literal("redacted_thinking") });
 
 const ToolResultItem = z.discriminatedUnion("type", [Text, Image, DocumentBlock]);
-/** Items of unknown type inside a tool result (e.g. `tool_reference`) are kept as opaque objects. */
-const OpaqueItem = z.looseObject({ type: z.string() });
+const TOOL_RESULT_ITEM_TYPES = new Set(["text", "image", "document"]);
+/**
+ * Items of unknown type inside a tool result (e.g. `tool_reference`) are kept as opaque objects;
+ * a known type must match its own schema, so a malformed image is a 400, not an opaque item.
+ */
+const OpaqueItem = z.looseObject({
+  type: z
+    .string()
+    .refine((t) => !TOOL_RESULT_ITEM_TYPES.has(t), { message: "malformed text, image or document item" }),
+});
 
 const ToolResult = z.object({
   type: z.literal("tool_result"),

@@ -258,6 +258,11 @@ describe("anthropic decode: rules", () => {
         "messages.0.content.0.id",
       ],
       [base([user("x")], { max_tokens: -1 }), "max_tokens"],
+      // Found by the property test (seed 417672047): an image without a source inside a tool result.
+      [
+        base([user([{ type: "tool_result", tool_use_id: "t", content: [{ type: "image", text: "" }] }])]),
+        "messages.0.content.0.content.0.type",
+      ],
       [null, "body"],
     ];
     for (const [body, param] of bad) {

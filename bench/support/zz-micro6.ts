@@ -1,0 +1,11 @@
+import zlib from "node:zlib";
+import { packTokenIds } from "../../shared/encoding/token-packing.ts";
+import { buildRealisticCapture } from "../../test/support/realistic-capture.ts";
+const rec = await buildRealisticCapture();
+const N = 300;
+const m = (name: string, data: Buffer, opts: zlib.ZlibOptions) => { for (let i = 0; i < 50; i++) zlib.gzipSync(data, opts); const c0 = process.cpuUsage(); for (let i = 0; i < N; i++) zlib.gzipSync(data, opts); const c = process.cpuUsage(c0); console.log(name, data.length, zlib.gzipSync(data, opts).length, ((c.user + c.system) / 1000 / N).toFixed(3), "ms cpu"); };
+const ids = Buffer.from(JSON.stringify(packTokenIds(rec.prompt_token_ids!)));
+const req = Buffer.from(JSON.stringify(rec.request));
+for (const [k, s] of [["ids", ids], ["request", req]] as const) for (const l of [1, 2, 3, 6]) m(`${k} L${l}`, s, { level: l });
+m("ids huff", ids, { level: 1, strategy: zlib.constants.Z_HUFFMAN_ONLY });
+m("ids rle", ids, { level: 1, strategy: zlib.constants.Z_RLE });
