@@ -1,10 +1,12 @@
 import { createHash } from "node:crypto";
 import type { z } from "zod";
 import { isValidId } from "../shared/ids.ts";
-import { keys } from "../shared/keys.ts";
-import { type SessionJob, StoredTask, TaskRequest } from "../shared/schemas/task.ts";
+import { TaskRequest } from "../shared/schemas/task.ts";
 import type { ObjectStore } from "../shared/store/object-store.ts";
+import { submitTask } from "../shared/tasks/submit-task.ts";
 import type { Queue } from "./queue/queue.ts";
+
+export { TaskConflictError } from "../shared/tasks/submit-task.ts";
 
 export interface TaskLineError {
   line: number;
@@ -60,6 +62,8 @@ export function formatIssues(error: z.ZodError): string {
  * Deterministic: `${task_id}-${sample_index}`. Resubmitting the same file yields the same session ids,
  * so sessions that already have a result are skipped (and a redelivered job is acknowledged), and the
  * group shard's rows are the same whoever runs it. Overlong ids keep a readable prefix plus a hash.
+ * Submission itself uses the async twin `sessionIdsFor` (shared/tasks/submit-task.ts, WebCrypto);
+ * this synchronous form is the reference test/integration/control-api-routes.test.ts holds it to.
  */
 export function sessionIdFor(taskId: string, sampleIndex: number): string {
   const plain = `${taskId}-${sampleIndex}`;
@@ -76,10 +80,9 @@ export interface SubmitResult {
   skipped: number;
 }
 
-export class TaskConflictError extends Error {}
-
 /**
- * Writes `tasks/{task_id}.json` and enqueues one SessionJob per sample still without a result.
+ * Writes `tasks/{task_id}.json` and enqueues one SessionJob per sample still without a result, task
+ * by task, through the same code as the control API's `POST /v1/tasks` (shared/tasks/submit-task.ts).
  * A task id already stored with a different request is refused: its sessions would mix two tasks.
  */
 export async function submitTasks(
@@ -90,37 +93,10 @@ export async function submitTasks(
 ): Promise<SubmitResult> {
   const result: SubmitResult = { tasks: 0, enqueued: 0, skipped: 0 };
   for (const task of tasks) {
-    await storeTask(store, task, now());
-    const done = new Set(await store.list(keys.resultsOfTask(task.task_id)));
-    const bodies: string[] = [];
-    for (let i = 0; i < task.num_samples; i++) {
-      const sessionId = sessionIdFor(task.task_id, i);
-      if (done.has(keys.result(task.task_id, sessionId))) {
-        result.skipped++;
-        continue;
-      }
-      const job: SessionJob = { v: 1, task_id: task.task_id, session_id: sessionId, sample_index: i, task };
-      bodies.push(JSON.stringify(job));
-    }
-    // Queue backends batch sends (SQS: 10 per SendMessageBatch).
-    await queue.send(bodies);
-    result.enqueued += bodies.length;
+    const submitted = await submitTask(store, queue, task, now());
+    result.enqueued += submitted.enqueued;
+    result.skipped += submitted.skipped;
     result.tasks++;
   }
   return result;
-}
-
-async function storeTask(store: ObjectStore, task: TaskRequest, at: Date): Promise<void> {
-  const key = keys.task(task.task_id);
-  const stored: StoredTask = { ...task, submitted_at: at.toISOString() };
-  if (await store.putIfAbsent(key, JSON.stringify(stored), { contentType: "application/json" })) return;
-  const existing = await store.get(key);
-  const previous = existing ? StoredTask.safeParse(JSON.parse(new TextDecoder().decode(existing))) : null;
-  if (previous?.success) {
-    const { submitted_at: _, ...request } = previous.data;
-    if (JSON.stringify(request) === JSON.stringify(task)) return;
-  }
-  throw new TaskConflictError(
-    `task_id ${JSON.stringify(task.task_id)} was already submitted with a different request (${key}); use a new task_id`,
-  );
 }

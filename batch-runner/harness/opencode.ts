@@ -126,6 +126,7 @@ export const opencode: HarnessPreset = {
     return parseOpencodeJsonl(stdout, exitCode);
   },
 
-  // Sessions, messages and parts live in one SQLite database since 1.x.
-  artifacts: [".local/share/opencode/opencode.db", ".local/share/opencode/log"],
+  // Sessions, messages and parts live in one SQLite database (with its -wal/-shm files), next to
+  // the logs: the whole data dir, so the copy is consistent.
+  artifacts: [".local/share/opencode"],
 };

@@ -66,5 +66,6 @@ export const qwenCode: HarnessPreset = {
     return parseQwenJson(stdout, exitCode);
   },
 
-  artifacts: [".qwen/tmp", ".qwen/projects"],
+  // Chat recordings (JSONL) per project; .qwen/tmp holds nothing after a headless run.
+  artifacts: [".qwen/projects"],
 };

@@ -2,6 +2,7 @@ import { keys } from "../../shared/keys.ts";
 import { BuilderSpec, StoredTask } from "../../shared/schemas/task.ts";
 import type { SessionResult, Trajectory } from "../../shared/schemas/trajectory.ts";
 import type { ObjectStore } from "../../shared/store/object-store.ts";
+import { emptyTrajectory } from "../pipeline/session-result.ts";
 import { type WrittenShard, writeGroupShard } from "../shards/write-group-shard.ts";
 import { reconstructSession } from "./build-session.ts";
 import { BuilderConfigError } from "./builder.ts";
@@ -53,7 +54,7 @@ export async function reconstructTask(opts: {
     } catch (err) {
       if (!(err instanceof InvariantViolation || err instanceof BuilderConfigError)) throw err;
       error = `reconstruction failed: ${err.message}`;
-      trajectory = emptyTrajectory(builder.strategy, error);
+      trajectory = emptyTrajectory("ERROR", builder.strategy, error);
     }
     const result: SessionResult = {
       v: 1,
@@ -104,22 +105,4 @@ async function readTask(store: ObjectStore, taskId: string): Promise<StoredTask 
     );
   }
   return parsed.data;
-}
-
-function emptyTrajectory(builder: string, error: string): Trajectory {
-  return {
-    status: "ERROR",
-    traces: [],
-    builder,
-    reconstruction_stats: {
-      captures: 0,
-      excluded_no_token_ids: 0,
-      excluded_failed: 0,
-      chains: 0,
-      prefix_breaks: 0,
-      trainable_tokens: 0,
-      context_tokens: 0,
-    },
-    error,
-  };
 }

@@ -1,16 +1,17 @@
-import { cleanEnv, HostDirRuntime, type WrappedCommand } from "./host-dir-runtime.ts";
-import { runtimeIdOf } from "./process.ts";
-import type { Runtime, RuntimeFactory, RuntimeSpecInput } from "./runtime.ts";
 import {
-  bridgedArgv,
-  HOST_NODE_DIR,
-  type HostBridge,
-  SANDBOX_BRIDGE_SCRIPT,
-  sandboxProxyUrl,
-  startHostBridge,
-} from "./socket-bridge.ts";
+  BridgedRuntime,
+  containerNameOf,
+  prepareBridgedSession,
+  requireImage,
+  startOrStop,
+} from "./bridged-runtime.ts";
+import type { WrappedCommand } from "./host-dir-runtime.ts";
+import type { Runtime, RuntimeFactory, RuntimeSpecInput } from "./runtime.ts";
+import { HOST_NODE_DIR, type HostBridge, SANDBOX_BRIDGE_SCRIPT } from "./socket-bridge.ts";
 import { spawnGroup } from "./spawn-group.ts";
-import { createSessionDirs, defaultSessionsRoot, existingPaths, type SessionDirs } from "./work-dirs.ts";
+import type { SessionDirs } from "./work-dirs.ts";
+
+const IMAGE_REQUIRED = "runtime.image is required for the apptainer backend (a .sif or docker:// URI)";
 
 export interface ApptainerOptions {
   sessionsRoot?: string;
@@ -28,17 +29,11 @@ export interface ApptainerOptions {
  * Apptainer with `--containall` and `--net --network none`; the proxy is reached through the same
  * Unix-socket bridge as bwrap. Environment goes in as APPTAINERENV_* (values never appear in argv).
  */
-export class ApptainerRuntime extends HostDirRuntime {
-  readonly id: string;
-  readonly proxyUrl: string;
-  protected readonly dirs: SessionDirs;
-  protected readonly baseEnv: Record<string, string>;
-  private readonly bridge: HostBridge;
+export class ApptainerRuntime extends BridgedRuntime {
   private readonly image: string;
   private readonly bin: string;
   private readonly mode: "exec" | "instance";
   private readonly gpus: boolean;
-  private readonly readOnly: string[];
 
   constructor(
     id: string,
@@ -47,23 +42,16 @@ export class ApptainerRuntime extends HostDirRuntime {
     bridge: HostBridge,
     opts: ApptainerOptions,
   ) {
-    super();
-    if (!spec.image)
-      throw new Error("runtime.image is required for the apptainer backend (a .sif or docker:// URI)");
-    this.id = id;
-    this.dirs = dirs;
-    this.bridge = bridge;
-    this.image = spec.image;
+    const image = requireImage(spec, IMAGE_REQUIRED);
+    super(id, dirs, spec, bridge, opts.readOnlyBinds);
+    this.image = image;
     this.bin = opts.bin ?? "apptainer";
     this.mode = opts.mode ?? "exec";
     this.gpus = (opts.nv ?? true) && (spec.limits.gpus ?? 0) > 0;
-    this.readOnly = existingPaths(opts.readOnlyBinds);
-    this.proxyUrl = sandboxProxyUrl(spec.proxyUrl);
-    this.baseEnv = cleanEnv(dirs.homeDir, spec.env);
   }
 
   get instanceName(): string {
-    return `polar-${this.id.replace(/[^A-Za-z0-9_.-]/g, "_")}`;
+    return containerNameOf(this.id);
   }
 
   /** Starts the instance (instance mode only). */
@@ -82,7 +70,7 @@ export class ApptainerRuntime extends HostDirRuntime {
   protected wrap(argv: string[], cwd: string, env: Record<string, string>): WrappedCommand {
     const target = this.mode === "instance" ? [`instance://${this.instanceName}`] : [this.image];
     const flags = this.mode === "instance" ? [] : this.containerFlags();
-    const inner = bridgedArgv(`${HOST_NODE_DIR}/bin/node`, this.bridge.socketPath, argv);
+    const inner = this.bridged(argv);
     return {
       argv: [this.bin, "exec", ...flags, "--pwd", cwd, ...target, ...inner],
       env: { ...hostEnv(), ...prefixed(env) },
@@ -97,7 +85,7 @@ export class ApptainerRuntime extends HostDirRuntime {
         timeoutMs: 60_000,
       });
     }
-    await this.bridge.close();
+    await super.teardown();
   }
 }
 
@@ -138,17 +126,9 @@ export function apptainerRuntimeFactory(opts: ApptainerOptions = {}): RuntimeFac
   return {
     backend: "apptainer",
     async create(spec: RuntimeSpecInput): Promise<Runtime> {
-      const id = runtimeIdOf(spec.sessionId);
-      const dirs = await createSessionDirs(opts.sessionsRoot ?? defaultSessionsRoot(), id);
-      const bridge = await startHostBridge(dirs.runDir, spec.proxyUrl);
-      const runtime = new ApptainerRuntime(id, dirs, spec, bridge, opts);
-      try {
-        await runtime.start();
-      } catch (err) {
-        await runtime.stop();
-        throw err;
-      }
-      return runtime;
+      requireImage(spec, IMAGE_REQUIRED);
+      const { id, dirs, bridge } = await prepareBridgedSession(spec, opts.sessionsRoot);
+      return startOrStop(new ApptainerRuntime(id, dirs, spec, bridge, opts));
     },
   };
 }

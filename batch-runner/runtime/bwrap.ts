@@ -1,15 +1,8 @@
-import { cleanEnv, HostDirRuntime, type WrappedCommand } from "./host-dir-runtime.ts";
-import { runtimeIdOf } from "./process.ts";
+import { BridgedRuntime, prepareBridgedSession } from "./bridged-runtime.ts";
+import type { WrappedCommand } from "./host-dir-runtime.ts";
 import type { Runtime, RuntimeFactory, RuntimeSpecInput } from "./runtime.ts";
-import {
-  bridgedArgv,
-  HOST_NODE_DIR,
-  type HostBridge,
-  SANDBOX_BRIDGE_SCRIPT,
-  sandboxProxyUrl,
-  startHostBridge,
-} from "./socket-bridge.ts";
-import { createSessionDirs, defaultSessionsRoot, existingPaths, type SessionDirs } from "./work-dirs.ts";
+import { HOST_NODE_DIR, type HostBridge, SANDBOX_BRIDGE_SCRIPT } from "./socket-bridge.ts";
+import type { SessionDirs } from "./work-dirs.ts";
 
 export interface BwrapOptions {
   sessionsRoot?: string;
@@ -23,37 +16,21 @@ export interface BwrapOptions {
  * bubblewrap: a read-only root (the host's, or an image root dir), private writable work dir and home,
  * fresh /tmp, and no network (`--unshare-net`) except the Unix-socket bridge to the proxy.
  */
-export class BwrapRuntime extends HostDirRuntime {
-  readonly id: string;
-  readonly proxyUrl: string;
-  protected readonly dirs: SessionDirs;
-  protected readonly baseEnv: Record<string, string>;
-  private readonly bridge: HostBridge;
+export class BwrapRuntime extends BridgedRuntime {
   private readonly image: string | undefined;
   private readonly bwrapBin: string;
-  private readonly readOnly: string[];
 
   constructor(id: string, dirs: SessionDirs, spec: RuntimeSpecInput, bridge: HostBridge, opts: BwrapOptions) {
-    super();
-    this.readOnly = existingPaths(opts.readOnlyBinds);
-    this.id = id;
-    this.dirs = dirs;
-    this.bridge = bridge;
+    super(id, dirs, spec, bridge, opts.readOnlyBinds);
     this.image = spec.image;
     this.bwrapBin = opts.bwrapBin ?? "bwrap";
-    this.proxyUrl = sandboxProxyUrl(spec.proxyUrl);
-    this.baseEnv = cleanEnv(dirs.homeDir, spec.env);
   }
 
   protected wrap(argv: string[], cwd: string, env: Record<string, string>): WrappedCommand {
     const args = bwrapArgs({ dirs: this.dirs, image: this.image, cwd, readOnly: this.readOnly });
-    const inner = bridgedArgv(`${HOST_NODE_DIR}/bin/node`, this.bridge.socketPath, argv);
+    const inner = this.bridged(argv);
     // bwrap hands its own environment to the sandbox: the clean session env is all it gets.
     return { argv: [this.bwrapBin, ...args, "--", ...inner], env: env };
-  }
-
-  protected override async teardown(): Promise<void> {
-    await this.bridge.close();
   }
 }
 
@@ -101,9 +78,7 @@ export function bwrapRuntimeFactory(opts: BwrapOptions = {}): RuntimeFactory {
   return {
     backend: "bwrap",
     async create(spec: RuntimeSpecInput): Promise<Runtime> {
-      const id = runtimeIdOf(spec.sessionId);
-      const dirs = await createSessionDirs(opts.sessionsRoot ?? defaultSessionsRoot(), id);
-      const bridge = await startHostBridge(dirs.runDir, spec.proxyUrl);
+      const { id, dirs, bridge } = await prepareBridgedSession(spec, opts.sessionsRoot);
       return new BwrapRuntime(id, dirs, spec, bridge, opts);
     },
   };

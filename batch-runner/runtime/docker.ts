@@ -1,16 +1,17 @@
-import { cleanEnv, HostDirRuntime, type WrappedCommand } from "./host-dir-runtime.ts";
-import { runtimeIdOf } from "./process.ts";
-import type { Runtime, RuntimeFactory, RuntimeSpecInput } from "./runtime.ts";
 import {
-  bridgedArgv,
-  HOST_NODE_DIR,
-  type HostBridge,
-  SANDBOX_BRIDGE_SCRIPT,
-  sandboxProxyUrl,
-  startHostBridge,
-} from "./socket-bridge.ts";
+  BridgedRuntime,
+  containerNameOf,
+  prepareBridgedSession,
+  requireImage,
+  startOrStop,
+} from "./bridged-runtime.ts";
+import type { WrappedCommand } from "./host-dir-runtime.ts";
+import type { Runtime, RuntimeFactory, RuntimeSpecInput } from "./runtime.ts";
+import { HOST_NODE_DIR, type HostBridge, SANDBOX_BRIDGE_SCRIPT } from "./socket-bridge.ts";
 import { spawnGroup } from "./spawn-group.ts";
-import { createSessionDirs, defaultSessionsRoot, existingPaths, type SessionDirs } from "./work-dirs.ts";
+import type { SessionDirs } from "./work-dirs.ts";
+
+const IMAGE_REQUIRED = "runtime.image is required for the docker backend (an image reference)";
 
 export interface DockerOptions {
   sessionsRoot?: string;
@@ -24,15 +25,9 @@ export interface DockerOptions {
  * A long-lived container per session (`docker run -d ... sleep infinity`), commands via `docker exec`.
  * `--network none`; the proxy is reached through the Unix-socket bridge. Works with podman too.
  */
-export class DockerRuntime extends HostDirRuntime {
-  readonly id: string;
-  readonly proxyUrl: string;
-  protected readonly dirs: SessionDirs;
-  protected readonly baseEnv: Record<string, string>;
-  private readonly bridge: HostBridge;
+export class DockerRuntime extends BridgedRuntime {
   private readonly bin: string;
   private readonly spec: RuntimeSpecInput;
-  private readonly readOnly: string[];
 
   constructor(
     id: string,
@@ -41,20 +36,14 @@ export class DockerRuntime extends HostDirRuntime {
     bridge: HostBridge,
     opts: DockerOptions,
   ) {
-    super();
-    if (!spec.image) throw new Error("runtime.image is required for the docker backend (an image reference)");
-    this.id = id;
-    this.dirs = dirs;
-    this.bridge = bridge;
+    requireImage(spec, IMAGE_REQUIRED);
+    super(id, dirs, spec, bridge, opts.readOnlyBinds);
     this.spec = spec;
     this.bin = opts.bin ?? "docker";
-    this.readOnly = existingPaths(opts.readOnlyBinds);
-    this.proxyUrl = sandboxProxyUrl(spec.proxyUrl);
-    this.baseEnv = cleanEnv(dirs.homeDir, spec.env);
   }
 
   get containerName(): string {
-    return `polar-${this.id.replace(/[^A-Za-z0-9_.-]/g, "_")}`;
+    return containerNameOf(this.id);
   }
 
   async start(): Promise<void> {
@@ -74,7 +63,7 @@ export class DockerRuntime extends HostDirRuntime {
   protected wrap(argv: string[], cwd: string, env: Record<string, string>): WrappedCommand {
     // `-e NAME` without a value reads it from the CLI's own environment: values stay out of argv (ps).
     const envFlags = Object.keys(env).flatMap((k) => ["-e", k]);
-    const inner = bridgedArgv(`${HOST_NODE_DIR}/bin/node`, this.bridge.socketPath, argv);
+    const inner = this.bridged(argv);
     return {
       argv: [this.bin, "exec", "-i", "-w", cwd, ...envFlags, this.containerName, ...inner],
       env: { ...hostEnv(), ...env },
@@ -95,7 +84,7 @@ export class DockerRuntime extends HostDirRuntime {
       cwd: "/",
       timeoutMs: 60_000,
     });
-    await this.bridge.close();
+    await super.teardown();
   }
 }
 
@@ -155,17 +144,9 @@ export function dockerRuntimeFactory(opts: DockerOptions = {}): RuntimeFactory {
   return {
     backend: "docker",
     async create(spec: RuntimeSpecInput): Promise<Runtime> {
-      const id = runtimeIdOf(spec.sessionId);
-      const dirs = await createSessionDirs(opts.sessionsRoot ?? defaultSessionsRoot(), id);
-      const bridge = await startHostBridge(dirs.runDir, spec.proxyUrl);
-      const runtime = new DockerRuntime(id, dirs, spec, bridge, opts);
-      try {
-        await runtime.start();
-      } catch (err) {
-        await runtime.stop();
-        throw err;
-      }
-      return runtime;
+      requireImage(spec, IMAGE_REQUIRED);
+      const { id, dirs, bridge } = await prepareBridgedSession(spec, opts.sessionsRoot);
+      return startOrStop(new DockerRuntime(id, dirs, spec, bridge, opts));
     },
   };
 }

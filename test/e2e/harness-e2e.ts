@@ -9,7 +9,7 @@ import { loadCaptures } from "../../batch-runner/reconstruction/load-captures.ts
 import { DirectoryStore } from "../../shared/node/directory-store.ts";
 import type { CaptureRecord } from "../../shared/schemas/capture.ts";
 import type { SessionResult } from "../../shared/schemas/trajectory.ts";
-import { EVALUATOR, POLAR, readSessionResult, runProcess, scriptedTask } from "./polar-run-process.ts";
+import { POLAR, readSessionResult, runProcess, scriptedTask } from "./polar-run-process.ts";
 import { auditStrace, connectsOtherThan, externalConnects, type StraceAudit } from "./strace-connects.ts";
 
 /*
@@ -23,6 +23,7 @@ const HAVE_STRACE =
   spawnSync("strace", ["-f", "-qq", "-e", "trace=connect", "-o", "/dev/null", "true"]).status === 0;
 
 interface RunOutput {
+  store: DirectoryStore;
   exitCode: number | null;
   output: string;
   result: SessionResult;
@@ -60,12 +61,7 @@ export function describeHarnessE2E(name: CliHarnessName): void {
       // Shared with the runner's INIT (same default cache), so `polar run` finds it installed.
       const installed = await installHarness(preset, { log: (line) => console.log(`[${name}] ${line}`) });
       dir = await mkdtemp(join(tmpdir(), `harness-e2e-${name}-`));
-      const task = scriptedTask(name, taskId, {
-        evaluator: {
-          strategy: EVALUATOR,
-          config: { file: "hello.txt", expect: "hi", artifacts: preset.artifacts },
-        },
-      });
+      const task = scriptedTask(name, taskId);
       const tasksFile = join(dir, "tasks.jsonl");
       await writeFile(tasksFile, `${JSON.stringify(task)}\n`);
       const traceFile = join(dir, "strace.txt");
@@ -90,11 +86,13 @@ export function describeHarnessE2E(name: CliHarnessName): void {
 
       const storeDir = join(dir, "out", "store");
       const result = await readSessionResult(storeDir, taskId, run.output);
-      const loaded = await loadCaptures(new DirectoryStore(storeDir), taskId, result.session_id);
+      const store = new DirectoryStore(storeDir);
+      const loaded = await loadCaptures(store, taskId, result.session_id);
       const audit = HAVE_STRACE
         ? auditStrace(await readFile(traceFile, "utf8"), `${installed?.prefix}/`)
         : null;
       out = {
+        store,
         exitCode: run.code,
         output: run.output,
         result,
@@ -119,12 +117,17 @@ export function describeHarnessE2E(name: CliHarnessName): void {
       expect(out.result.reward).toBe(1);
     });
 
-    it("keeps the harness's artifacts until POSTRUN", () => {
-      const metadata = (out.result.evaluation?.metadata ?? {}) as { artifacts_present?: string[] };
-      const present = metadata.artifacts_present;
-      // Pi runs with --no-session and has none; every other preset's artifact list must be real.
-      if (preset.artifacts.length > 0) expect(present?.length ?? 0).toBeGreaterThan(0);
-      else expect(present).toEqual([]);
+    it("has its artifacts kept in the store", async () => {
+      // Pi runs with --no-session and keeps nothing; every other preset's artifact paths are real.
+      const kept = out.result.artifacts ?? [];
+      if (preset.artifacts.length === 0) expect(kept).toEqual([]);
+      for (const path of preset.artifacts) {
+        expect(
+          kept.some((key) => key.includes(`/${path}/`) || key.endsWith(`/${path}`)),
+          path,
+        ).toBe(true);
+      }
+      for (const key of kept) expect(await out.store.get(key), key).not.toBeNull();
     });
 
     it(`captures speak the harness's provider API (${preset.provider})`, () => {

@@ -22,23 +22,6 @@ export const INSTRUCTION = [
   "```",
 ].join("\n");
 
-/**
- * `agent.settings` per harness in these tests, over `max_retries: 0` (a failing call must not
- * wait out the CLI's backoff).
- *
- * Codex sends <environment_context> as its first user message and the task as the second; the
- * dry-run policy reads a polar-script only from the first (docs/harness-findings.md #1). Until
- * the policy looks further, codex runs with that context off. Real models are unaffected.
- */
-export const E2E_SETTINGS: Record<CliHarnessName, Record<string, unknown>> = {
-  claude_code: {},
-  codex: { config: { include_environment_context: false } },
-  gemini_cli: {},
-  qwen_code: {},
-  opencode: {},
-  pi: {},
-};
-
 /** `model` defaults to the schema's ("policy"); HF-style names with a slash work too. */
 export function scriptedTask(
   name: CliHarnessName,
@@ -50,7 +33,8 @@ export function scriptedTask(
     task_id: taskId,
     instruction: INSTRUCTION,
     timeout_seconds: 90,
-    agent: { harness: name, model, settings: { max_retries: 0, ...E2E_SETTINGS[name] } },
+    // No retries: a failing call must not wait out the CLI's backoff. Otherwise preset defaults.
+    agent: { harness: name, model, settings: { max_retries: 0 } },
     builder: { strategy: "prefix_merging" },
     evaluator: { strategy: EVALUATOR, config: { file: "hello.txt", expect: "hi" } },
     ...extra,

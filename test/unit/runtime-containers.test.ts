@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { chmod, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -91,6 +91,8 @@ describe("container command lines", () => {
       await expect(
         apptainerRuntimeFactory({ sessionsRoot: root, bin: "false" }).create(spec),
       ).rejects.toThrow(/runtime.image is required/);
+      // Refused before any session dir or socket bridge was made, so nothing is left behind.
+      expect(await readdir(root)).toEqual([]);
     } finally {
       await rm(root, { recursive: true, force: true });
     }

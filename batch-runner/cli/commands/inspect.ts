@@ -1,8 +1,8 @@
-import { parseArgs } from "node:util";
 import { InspectInputError, loadInspectable } from "../../inspect/load-inspectable.ts";
 import { ANSI_STYLE, MARKER_STYLE, renderTrace } from "../../inspect/render-spans.ts";
 import { summarize } from "../../inspect/summarize.ts";
 import { type Command, UsageError } from "../command.ts";
+import { parseFlags } from "../flags.ts";
 
 const usage = `Usage: polar inspect FILE [--no-text] [--color | --no-color]
 
@@ -53,15 +53,11 @@ const command: Command = {
 export default command;
 
 function parse(argv: string[]) {
-  try {
-    return parseArgs({
-      args: argv,
-      options: { text: { type: "boolean" }, color: { type: "boolean" } },
-      allowNegative: true,
-      allowPositionals: true,
-      strict: true,
-    });
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
+  return parseFlags({
+    args: argv,
+    options: { text: { type: "boolean" }, color: { type: "boolean" } },
+    allowNegative: true,
+    allowPositionals: true,
+    strict: true,
+  });
 }

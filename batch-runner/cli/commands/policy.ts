@@ -1,6 +1,6 @@
-import { parseArgs } from "node:util";
 import { DEFAULT_MAX_MODEL_LEN } from "../../dry-run-policy/defaults.ts";
 import { type Command, UsageError } from "../command.ts";
+import { parseFlags, untilSignal } from "../flags.ts";
 
 const usage = `Usage: polar policy [--port 8000] [--host 127.0.0.1] [--max-model-len 131072] [--model NAME]
 
@@ -21,33 +21,24 @@ const command: Command = {
   summary: "the dry-run policy: a vLLM-shaped server with a real tokenizer following scripted actions",
   usage,
   async run(argv) {
-    let values: Record<string, string | undefined>;
-    try {
-      ({ values } = parseArgs({
-        args: argv,
-        options: {
-          port: { type: "string" },
-          host: { type: "string" },
-          "max-model-len": { type: "string" },
-          model: { type: "string" },
-        },
-        strict: true,
-        allowPositionals: false,
-      }));
-    } catch (err) {
-      throw new UsageError(err instanceof Error ? err.message : String(err));
-    }
+    const { values } = parseFlags({
+      args: argv,
+      options: {
+        port: { type: "string" },
+        host: { type: "string" },
+        "max-model-len": { type: "string" },
+        model: { type: "string" },
+      },
+      strict: true,
+      allowPositionals: false,
+    });
     const port = positiveInt("port", values.port, 8000, 0);
     if (port > 65535) throw new UsageError(`--port expects 0..65535, got ${port}`);
     const maxModelLen = positiveInt("max-model-len", values["max-model-len"], DEFAULT_MAX_MODEL_LEN, 2);
     const { startPolicyServer } = await import("../../dry-run-policy/server.ts");
     const server = await startPolicyServer({ host: values.host, port, maxModelLen, modelName: values.model });
     console.log(`polar policy: listening on ${server.url} (OpenAI base URL ${server.url}/v1)`);
-    await new Promise<void>((resolve) => {
-      const stop = () => resolve();
-      process.once("SIGINT", stop);
-      process.once("SIGTERM", stop);
-    });
+    await untilSignal();
     await server.close();
     return 0;
   },

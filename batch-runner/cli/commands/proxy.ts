@@ -1,5 +1,6 @@
-import { parseArgs } from "node:util";
+import { numberFlag } from "../../runner-flags.ts";
 import { type Command, UsageError } from "../command.ts";
+import { parseFlags, untilSignal, upstreamFlag } from "../flags.ts";
 
 const usage = `Usage: polar proxy --upstream URL [--engine vllm|sglang] [--port 8787] [--host 127.0.0.1]
                    [--store DIR|s3://bucket/prefix] [--auth off] [--policy-version V]
@@ -23,15 +24,6 @@ its token ids and logprobs to the store, and answered in the harness's own API s
 Environment: POLAR_SIGNING_KEY (required unless --auth off), POLAR_ADMIN_TOKEN, AWS_* for s3://.
 See docs/proxy.md and infra/README.md (control API).`;
 
-function number(flag: string, value: string | undefined, fallback: number, min: number, max: number): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < min || n > max) {
-    throw new UsageError(`--${flag} expects a number in ${min}..${max}, got ${JSON.stringify(value)}`);
-  }
-  return n;
-}
-
 /** The control API's queue (the runner's SDK-based SQS queue) and, for s3:// stores, a presigner. */
 async function controlDeps(queueUrl: string, adminToken: string, storeSpec: string | undefined) {
   const [{ openQueue }, { presignerForStoreSpec }] = await Promise.all([
@@ -49,34 +41,28 @@ const command: Command = {
   summary: "the capture gateway on Node (harness -> proxy -> vLLM/SGLang)",
   usage,
   async run(argv) {
-    let values: Record<string, string | undefined>;
-    try {
-      ({ values } = parseArgs({
-        args: argv,
-        options: {
-          upstream: { type: "string" },
-          engine: { type: "string" },
-          port: { type: "string" },
-          host: { type: "string" },
-          store: { type: "string" },
-          auth: { type: "string" },
-          "policy-version": { type: "string" },
-          "admin-token": { type: "string" },
-          "max-body-mb": { type: "string" },
-          "upstream-timeout-s": { type: "string" },
-          "jobs-queue": { type: "string" },
-        },
-        strict: true,
-        allowPositionals: false,
-      }));
-    } catch (err) {
-      throw new UsageError(err instanceof Error ? err.message : String(err));
-    }
+    const { values } = parseFlags({
+      args: argv,
+      options: {
+        upstream: { type: "string" },
+        engine: { type: "string" },
+        port: { type: "string" },
+        host: { type: "string" },
+        store: { type: "string" },
+        auth: { type: "string" },
+        "policy-version": { type: "string" },
+        "admin-token": { type: "string" },
+        "max-body-mb": { type: "string" },
+        "upstream-timeout-s": { type: "string" },
+        "jobs-queue": { type: "string" },
+      },
+      strict: true,
+      allowPositionals: false,
+    });
     const upstream = values.upstream;
     if (!upstream)
       throw new UsageError("--upstream URL is required (the vLLM/SGLang server, e.g. http://127.0.0.1:8000)");
-    if (!/^https?:\/\/[^/]/.test(upstream))
-      throw new UsageError(`--upstream must be an http(s) URL, got ${JSON.stringify(upstream)}`);
+    upstreamFlag(upstream);
     const engine = values.engine ?? "vllm";
     if (engine !== "vllm" && engine !== "sglang") {
       throw new UsageError(`--engine must be vllm or sglang, got ${JSON.stringify(engine)}`);
@@ -93,9 +79,9 @@ const command: Command = {
         "POLAR_SIGNING_KEY is not set: the proxy needs it to verify session tokens. Set it to the key the runner uses, or pass --auth off for local development.",
       );
     }
-    const port = number("port", values.port, 8787, 0, 65535);
-    const maxBodyMb = number("max-body-mb", values["max-body-mb"], 32, 0.001, 4096);
-    const timeoutS = number("upstream-timeout-s", values["upstream-timeout-s"], 600, 1, 86_400);
+    const port = numberFlag("port", values.port, 8787, 0, 65535);
+    const maxBodyMb = numberFlag("max-body-mb", values["max-body-mb"], 32, 0.001, 4096);
+    const timeoutS = numberFlag("upstream-timeout-s", values["upstream-timeout-s"], 600, 1, 86_400);
     const adminToken = values["admin-token"] ?? process.env.POLAR_ADMIN_TOKEN ?? undefined;
     const jobsQueue = values["jobs-queue"];
     if (jobsQueue !== undefined && !adminToken) {
@@ -108,17 +94,12 @@ const command: Command = {
         `--jobs-queue must be an SQS queue URL (http(s)://...), got ${JSON.stringify(jobsQueue)}`,
       );
     }
-    const [{ openStore, DEFAULT_STORE_DIR, StoreSpecError }, { startNodeProxy }] = await Promise.all([
+    const [{ DEFAULT_STORE_DIR }, { openStoreSpec }, { startNodeProxy }] = await Promise.all([
       import("../../../shared/node/open-store.ts"),
+      import("../../store-spec.ts"),
       import("../../../proxy-worker/node.ts"),
     ]);
-    let store: ReturnType<typeof openStore>;
-    try {
-      store = openStore(values.store ?? DEFAULT_STORE_DIR);
-    } catch (err) {
-      if (err instanceof StoreSpecError) throw new UsageError(`--store: ${err.message}`);
-      throw err;
-    }
+    const store = await openStoreSpec(values.store ?? DEFAULT_STORE_DIR);
     const proxy = await startNodeProxy({
       upstreamUrl: upstream,
       upstreamTimeoutMs: timeoutS * 1000,
@@ -137,10 +118,7 @@ const command: Command = {
         (authOff ? " [auth OFF: any key is accepted]" : "") +
         (jobsQueue ? `; task control API on, jobs to ${jobsQueue}` : ""),
     );
-    await new Promise<void>((resolve) => {
-      process.once("SIGINT", () => resolve());
-      process.once("SIGTERM", () => resolve());
-    });
+    await untilSignal();
     await proxy.close();
     return 0;
   },

@@ -1,9 +1,9 @@
-import { parseArgs } from "node:util";
 import { isValidId } from "../../../shared/ids.ts";
 import { openStore, StoreSpecError } from "../../../shared/node/open-store.ts";
 import { reconstructTask, TaskFileError } from "../../reconstruction/reconstruct-task.ts";
 import { ShardInputError } from "../../shards/write-group-shard.ts";
 import { type Command, UsageError } from "../command.ts";
+import { parseFlags } from "../flags.ts";
 
 const usage = `Usage: polar reconstruct --task T [--session S] --store DIR|s3://bucket/prefix
 
@@ -75,14 +75,10 @@ const command: Command = {
 export default command;
 
 function parse(argv: string[]) {
-  try {
-    return parseArgs({
-      args: argv,
-      options: { task: { type: "string" }, session: { type: "string" }, store: { type: "string" } },
-      allowPositionals: false,
-      strict: true,
-    });
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
+  return parseFlags({
+    args: argv,
+    options: { task: { type: "string" }, session: { type: "string" }, store: { type: "string" } },
+    allowPositionals: false,
+    strict: true,
+  });
 }

@@ -1,9 +1,8 @@
-import { readFile } from "node:fs/promises";
-import { parseArgs } from "node:util";
 import { runEmbedded } from "../../embedded.ts";
 import { intFlag } from "../../runner-flags.ts";
-import { parseTasksJsonl } from "../../submit.ts";
 import { type Command, UsageError } from "../command.ts";
+import { engineFlag, parseFlags, upstreamFlag } from "../flags.ts";
+import { readTasksFile } from "../tasks-file.ts";
 
 const usage = `Usage: polar run TASKS.jsonl [--upstream URL] [--engine vllm|sglang] [--out DIR]
                  [--run N] [--init N] [--ready N] [--postrun N] [--max-receives N] [--skip-invalid]
@@ -19,54 +18,34 @@ const command: Command = {
   summary: "run TaskRequests end to end in one process (proxy + runner + store)",
   usage,
   async run(argv) {
-    let values: Record<string, string | boolean | undefined>;
-    let positionals: string[];
-    try {
-      ({ values, positionals } = parseArgs({
-        args: argv,
-        options: {
-          upstream: { type: "string" },
-          engine: { type: "string" },
-          out: { type: "string" },
-          run: { type: "string" },
-          init: { type: "string" },
-          ready: { type: "string" },
-          postrun: { type: "string" },
-          "max-receives": { type: "string" },
-          "skip-invalid": { type: "boolean" },
-        },
-        strict: true,
-        allowPositionals: true,
-      }));
-    } catch (err) {
-      throw new UsageError(err instanceof Error ? err.message : String(err));
-    }
+    const { values, positionals } = parseFlags({
+      args: argv,
+      options: {
+        upstream: { type: "string" },
+        engine: { type: "string" },
+        out: { type: "string" },
+        run: { type: "string" },
+        init: { type: "string" },
+        ready: { type: "string" },
+        postrun: { type: "string" },
+        "max-receives": { type: "string" },
+        "skip-invalid": { type: "boolean" },
+      },
+      strict: true,
+      allowPositionals: true,
+    });
     if (positionals.length !== 1) throw new UsageError("expects exactly one TASKS.jsonl file");
-    const upstream = values.upstream as string | undefined;
-    if (upstream !== undefined && !/^https?:\/\/[^/]/.test(upstream)) {
-      throw new UsageError(`--upstream must be an http(s) URL, got ${JSON.stringify(upstream)}`);
-    }
-    const engine = (values.engine as string | undefined) ?? "vllm";
-    if (engine !== "vllm" && engine !== "sglang")
-      throw new UsageError(`--engine must be vllm or sglang, got ${engine}`);
-    const str = (k: string) => values[k] as string | undefined;
-    const run = intFlag("run", str("run"), 4, 1, 1024);
-    const file = positionals[0];
-    let text: string;
-    try {
-      text = await readFile(file, "utf8");
-    } catch (err) {
-      console.error(`polar run: cannot read ${file}: ${(err as Error).message}`);
-      return 1;
-    }
-    const { tasks, errors } = parseTasksJsonl(text);
-    for (const e of errors) console.error(`${file}:${e.line}: ${e.message}`);
-    if (errors.length > 0 && !values["skip-invalid"]) {
-      console.error(
-        `polar run: ${errors.length} invalid line(s); nothing run (use --skip-invalid to run the rest)`,
-      );
-      return 1;
-    }
+    const upstream = upstreamFlag(values.upstream);
+    const engine = engineFlag(values.engine);
+    const run = intFlag("run", values.run, 4, 1, 1024);
+    const parsed = await readTasksFile(
+      "run",
+      positionals[0],
+      values["skip-invalid"] === true,
+      "nothing run (use --skip-invalid to run the rest)",
+    );
+    if (!parsed) return 1;
+    const { tasks } = parsed;
     // Harnesses run in their own process groups, so a Ctrl-C would not reach them: stop them here.
     const stop = new AbortController();
     const onSignal = (sig: string) => {
@@ -81,14 +60,14 @@ const command: Command = {
     const result = await runEmbedded({
       signal: stop.signal,
       tasks,
-      outDir: str("out"),
+      outDir: values.out,
       upstream,
       engine,
       run,
-      init: intFlag("init", str("init"), run, 1, 1024),
-      ready: intFlag("ready", str("ready"), run, 0, 1024),
-      postrun: intFlag("postrun", str("postrun"), Math.max(1, Math.ceil(run / 2)), 1, 1024),
-      maxReceives: intFlag("max-receives", str("max-receives"), 3, 1, 100),
+      init: intFlag("init", values.init, run, 1, 1024),
+      ready: intFlag("ready", values.ready, run, 0, 1024),
+      postrun: intFlag("postrun", values.postrun, Math.max(1, Math.ceil(run / 2)), 1, 1024),
+      maxReceives: intFlag("max-receives", values["max-receives"], 3, 1, 100),
     });
     process.off("SIGINT", onInt);
     process.off("SIGTERM", onTerm);

@@ -1,10 +1,10 @@
-import { parseArgs } from "node:util";
 import { MemoryQueue } from "../../queue/memory-queue.ts";
 import { openQueue } from "../../queue/open-queue.ts";
 import { startRunner } from "../../runner.ts";
 import { intFlag, numberFlag, queueFlag } from "../../runner-flags.ts";
 import { openStoreSpec } from "../../store-spec.ts";
 import { type Command, UsageError } from "../command.ts";
+import { parseFlags } from "../flags.ts";
 
 const usage = `Usage: polar runner --queue memory|SQS_URL --store DIR|s3://bucket/prefix --proxy-url URL
                     [--init N] [--run N] [--postrun N] [--ready N]
@@ -37,39 +37,34 @@ const command: Command = {
   summary: "a batch runner (queue -> INIT/READY/RUNNING/POSTRUN -> results and shards)",
   usage,
   async run(argv) {
-    let values: Record<string, string | undefined>;
-    try {
-      ({ values } = parseArgs({
-        args: argv,
-        options: Object.fromEntries(
-          [
-            "queue",
-            "store",
-            "proxy-url",
-            "init",
-            "run",
-            "postrun",
-            "ready",
-            "dlq-url",
-            "max-receives",
-            "results-queue",
-            "metrics-port",
-            "visibility-timeout",
-            "wait-seconds",
-            "grace-seconds",
-            "sessions-dir",
-            "harness-cache",
-            "docker-bin",
-            "apptainer-bin",
-            "apptainer-mode",
-          ].map((k) => [k, { type: "string" as const }]),
-        ),
-        strict: true,
-        allowPositionals: false,
-      }) as { values: Record<string, string | undefined> });
-    } catch (err) {
-      throw new UsageError(err instanceof Error ? err.message : String(err));
-    }
+    const { values } = parseFlags({
+      args: argv,
+      options: Object.fromEntries(
+        [
+          "queue",
+          "store",
+          "proxy-url",
+          "init",
+          "run",
+          "postrun",
+          "ready",
+          "dlq-url",
+          "max-receives",
+          "results-queue",
+          "metrics-port",
+          "visibility-timeout",
+          "wait-seconds",
+          "grace-seconds",
+          "sessions-dir",
+          "harness-cache",
+          "docker-bin",
+          "apptainer-bin",
+          "apptainer-mode",
+        ].map((k) => [k, { type: "string" as const }]),
+      ),
+      strict: true,
+      allowPositionals: false,
+    }) as { values: Record<string, string | undefined> };
     const queueSpec = queueFlag("queue", values.queue, true) as string;
     if (!values.store) throw new UsageError("--store is required (a directory or s3://bucket/prefix)");
     const proxyUrl = values["proxy-url"];

@@ -1,11 +1,10 @@
-import { readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { parseArgs } from "node:util";
 import { intFlag } from "../../runner-flags.ts";
 import { AcceptExpressionError, parseAcceptExpression } from "../../sft/accept-expression.ts";
 import { ACCEPT_NAMES } from "../../sft/sft-run.ts";
-import { parseTasksJsonl } from "../../submit.ts";
 import { type Command, UsageError } from "../command.ts";
+import { engineFlag, parseFlags, upstreamFlag } from "../flags.ts";
+import { readTasksFile } from "../tasks-file.ts";
 
 const usage = `Usage: polar sft TASKS.jsonl --accept EXPR --out DIR|s3://bucket/prefix
                  [--work DIR] [--upstream URL] [--engine vllm|sglang] [--run N] [--skip-invalid]
@@ -28,29 +27,22 @@ const command: Command = {
   summary: "offline SFT generation with acceptance filtering",
   usage,
   async run(argv) {
-    let values: Record<string, string | boolean | undefined>;
-    let positionals: string[];
-    try {
-      ({ values, positionals } = parseArgs({
-        args: argv,
-        options: {
-          accept: { type: "string" },
-          out: { type: "string" },
-          work: { type: "string" },
-          upstream: { type: "string" },
-          engine: { type: "string" },
-          run: { type: "string" },
-          "skip-invalid": { type: "boolean" },
-        },
-        strict: true,
-        allowPositionals: true,
-      }));
-    } catch (err) {
-      throw new UsageError(err instanceof Error ? err.message : String(err));
-    }
-    const str = (k: string) => values[k] as string | undefined;
+    const { values, positionals } = parseFlags({
+      args: argv,
+      options: {
+        accept: { type: "string" },
+        out: { type: "string" },
+        work: { type: "string" },
+        upstream: { type: "string" },
+        engine: { type: "string" },
+        run: { type: "string" },
+        "skip-invalid": { type: "boolean" },
+      },
+      strict: true,
+      allowPositionals: true,
+    });
     if (positionals.length !== 1) throw new UsageError("expects exactly one TASKS.jsonl file");
-    const accept = str("accept");
+    const accept = values.accept;
     if (!accept) throw new UsageError("--accept EXPR is required (e.g. --accept 'reward >= 1')");
     try {
       parseAcceptExpression(accept, ACCEPT_NAMES);
@@ -58,36 +50,23 @@ const command: Command = {
       if (err instanceof AcceptExpressionError) throw new UsageError(`--accept: ${err.message}`);
       throw err;
     }
-    const out = str("out");
+    const out = values.out;
     if (!out) throw new UsageError("--out DIR|s3://bucket/prefix is required");
-    const upstream = str("upstream");
-    if (upstream !== undefined && !/^https?:\/\/[^/]/.test(upstream)) {
-      throw new UsageError(`--upstream must be an http(s) URL, got ${JSON.stringify(upstream)}`);
-    }
-    const engine = str("engine") ?? "vllm";
-    if (engine !== "vllm" && engine !== "sglang")
-      throw new UsageError(`--engine must be vllm or sglang, got ${engine}`);
-    const run = intFlag("run", str("run"), 4, 1, 1024);
+    const upstream = upstreamFlag(values.upstream);
+    const engine = engineFlag(values.engine);
+    const run = intFlag("run", values.run, 4, 1, 1024);
     const work =
-      str("work") ??
+      values.work ??
       (/^s3:\/\//.test(out) ? ".polar/sft-rollouts" : join(out.replace(/^file:\/\//, ""), "rollouts"));
 
-    const file = positionals[0];
-    let text: string;
-    try {
-      text = await readFile(file, "utf8");
-    } catch (err) {
-      console.error(`polar sft: cannot read ${file}: ${(err as Error).message}`);
-      return 1;
-    }
-    const { tasks, errors } = parseTasksJsonl(text);
-    for (const e of errors) console.error(`${file}:${e.line}: ${e.message}`);
-    if (errors.length > 0 && !values["skip-invalid"]) {
-      console.error(
-        `polar sft: ${errors.length} invalid line(s); nothing run (use --skip-invalid to run the rest)`,
-      );
-      return 1;
-    }
+    const parsed = await readTasksFile(
+      "sft",
+      positionals[0],
+      values["skip-invalid"] === true,
+      "nothing run (use --skip-invalid to run the rest)",
+    );
+    if (!parsed) return 1;
+    const { tasks } = parsed;
     // Loaded here so `polar sft --help` stays light.
     const { runSft } = await import("../../sft/sft-run.ts");
     const stats = await runSft({ tasks, accept, out, workDir: resolve(work), upstream, engine, run });

@@ -1,10 +1,10 @@
-import { readFile } from "node:fs/promises";
-import { parseArgs } from "node:util";
 import { openQueue } from "../../queue/open-queue.ts";
 import { queueFlag } from "../../runner-flags.ts";
 import { openStoreSpec } from "../../store-spec.ts";
-import { parseTasksJsonl, submitTasks } from "../../submit.ts";
+import { submitTasks } from "../../submit.ts";
 import { type Command, UsageError } from "../command.ts";
+import { parseFlags } from "../flags.ts";
+import { readTasksFile } from "../tasks-file.ts";
 
 const usage = `Usage: polar submit TASKS.jsonl --queue memory|SQS_URL --store DIR|s3://bucket/prefix [--skip-invalid]
 
@@ -25,42 +25,28 @@ const command: Command = {
   summary: "validate TaskRequests and enqueue their sessions",
   usage,
   async run(argv) {
-    let values: Record<string, string | boolean | undefined>;
-    let positionals: string[];
-    try {
-      ({ values, positionals } = parseArgs({
-        args: argv,
-        options: {
-          queue: { type: "string" },
-          store: { type: "string" },
-          "skip-invalid": { type: "boolean" },
-        },
-        strict: true,
-        allowPositionals: true,
-      }));
-    } catch (err) {
-      throw new UsageError(err instanceof Error ? err.message : String(err));
-    }
+    const { values, positionals } = parseFlags({
+      args: argv,
+      options: {
+        queue: { type: "string" },
+        store: { type: "string" },
+        "skip-invalid": { type: "boolean" },
+      },
+      strict: true,
+      allowPositionals: true,
+    });
     if (positionals.length !== 1) throw new UsageError("expects exactly one TASKS.jsonl file");
-    const queueSpec = queueFlag("queue", values.queue as string | undefined, true) as string;
-    const storeSpec = values.store as string | undefined;
+    const queueSpec = queueFlag("queue", values.queue, true) as string;
+    const storeSpec = values.store;
     if (!storeSpec) throw new UsageError("--store is required (a directory or s3://bucket/prefix)");
-    const file = positionals[0];
-    let text: string;
-    try {
-      text = await readFile(file, "utf8");
-    } catch (err) {
-      console.error(`polar submit: cannot read ${file}: ${(err as Error).message}`);
-      return 1;
-    }
-    const { tasks, errors } = parseTasksJsonl(text);
-    for (const e of errors) console.error(`${file}:${e.line}: ${e.message}`);
-    if (errors.length > 0 && !values["skip-invalid"]) {
-      console.error(
-        `polar submit: ${errors.length} invalid line(s); nothing enqueued (use --skip-invalid to enqueue the rest)`,
-      );
-      return 1;
-    }
+    const parsed = await readTasksFile(
+      "submit",
+      positionals[0],
+      values["skip-invalid"] === true,
+      "nothing enqueued (use --skip-invalid to enqueue the rest)",
+    );
+    if (!parsed) return 1;
+    const { tasks, errors } = parsed;
     if (queueSpec === "memory") {
       console.error(
         "polar submit: note: a memory queue ends with this process; use `polar run` to run in one process",

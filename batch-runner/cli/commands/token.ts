@@ -1,7 +1,7 @@
-import { parseArgs } from "node:util";
 import { isValidId } from "../../../shared/ids.ts";
 import { DEFAULT_TTL_SECONDS, mintSessionToken } from "../../../shared/session-token.ts";
 import { type Command, UsageError } from "../command.ts";
+import { parseFlags } from "../flags.ts";
 
 const usage = `Usage: polar token --session S --task T [--ttl ${DEFAULT_TTL_SECONDS}] [--attempt N]
 
@@ -40,21 +40,17 @@ const command: Command = {
 export default command;
 
 function parseStrict(argv: string[]) {
-  try {
-    return parseArgs({
-      args: argv,
-      options: {
-        session: { type: "string" },
-        task: { type: "string" },
-        ttl: { type: "string" },
-        attempt: { type: "string" },
-      },
-      allowPositionals: false,
-      strict: true,
-    });
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
+  return parseFlags({
+    args: argv,
+    options: {
+      session: { type: "string" },
+      task: { type: "string" },
+      ttl: { type: "string" },
+      attempt: { type: "string" },
+    },
+    allowPositionals: false,
+    strict: true,
+  });
 }
 
 function required(value: string | undefined, flag: string): string {
