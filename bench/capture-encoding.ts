@@ -1,8 +1,9 @@
 // Stored size and encode/decode time of one realistic capture (test/support/realistic-capture.ts):
 // the stored form against plain JSON + gzip, and what each packing step buys.
 // Run alone: `node bench/capture-encoding.ts`, or through `npm run bench -- capture-encoding`.
-import { decodeCapture, encodeCapture } from "../shared/capture-codec.ts";
+import { decodeCapture, encodeCapture, encodeCaptureWith } from "../shared/capture-codec.ts";
 import { gunzip, gzip } from "../shared/encoding/gzip.ts";
+import { gzipPartsSync } from "../shared/node/gzip-parts.ts";
 import { buildRealisticCapture } from "../test/support/realistic-capture.ts";
 import type { Benchmark } from "./benchmark.ts";
 
@@ -38,8 +39,14 @@ const bench: Benchmark = {
         }),
       ),
     );
+    // The Node proxy's path: node:zlib level 1 by parts, the request stored as the bytes received.
+    const requestJson = encoder.encode(JSON.stringify(rec.request));
+    const proxyPath = () => encodeCaptureWith(rec, { gzip: gzipPartsSync, requestJson });
+    const storedByProxy = await proxyPath();
     for (let i = 0; i < 5; i++) await decodeCapture(await encodeCapture(rec));
+    for (let i = 0; i < 5; i++) await proxyPath();
     const enc = await timeEach(ROUNDS, () => encodeCapture(rec));
+    const encProxy = await timeEach(ROUNDS, proxyPath);
     const dec = await timeEach(ROUNDS, () => decodeCapture(stored));
     const row = (name: string, bytes: number) => `| ${name} | ${bytes} | ${(bytes / tokens).toFixed(2)} |`;
     const markdown = [
@@ -51,8 +58,9 @@ const bench: Benchmark = {
       row("plain JSON + gzip", plainGzip.length),
       row("packed token arrays + gzip, chat_request stored as is", withoutSharing.length),
       row("stored form (packed arrays + chat_request sharing strings with request + gzip)", stored.length),
+      row("stored form as the Node proxy writes it (node:zlib level 1, dense runs sampled)", storedByProxy.length),
       "",
-      `Encode: median ${median(enc).toFixed(2)} ms, p90 ${p90(enc).toFixed(2)} ms; decode: median ${median(dec).toFixed(2)} ms, p90 ${p90(dec).toFixed(2)} ms (${ROUNDS} rounds each).`,
+      `Encode: median ${median(enc).toFixed(2)} ms, p90 ${p90(enc).toFixed(2)} ms (CompressionStream); as the Node proxy does it: median ${median(encProxy).toFixed(2)} ms, p90 ${p90(encProxy).toFixed(2)} ms; decode: median ${median(dec).toFixed(2)} ms, p90 ${p90(dec).toFixed(2)} ms (${ROUNDS} rounds each).`,
     ].join("\n");
     return { markdown };
   },
