@@ -58,7 +58,10 @@ const bench: Benchmark = {
       row("plain JSON + gzip", plainGzip.length),
       row("packed token arrays + gzip, chat_request stored as is", withoutSharing.length),
       row("stored form (packed arrays + chat_request sharing strings with request + gzip)", stored.length),
-      row("stored form as the Node proxy writes it (node:zlib level 1, dense runs sampled)", storedByProxy.length),
+      row(
+        "stored form as the Node proxy writes it (node:zlib level 1, dense runs sampled)",
+        storedByProxy.length,
+      ),
       "",
       `Encode: median ${median(enc).toFixed(2)} ms, p90 ${p90(enc).toFixed(2)} ms (CompressionStream); as the Node proxy does it: median ${median(encProxy).toFixed(2)} ms, p90 ${p90(encProxy).toFixed(2)} ms; decode: median ${median(dec).toFixed(2)} ms, p90 ${p90(dec).toFixed(2)} ms (${ROUNDS} rounds each).`,
     ].join("\n");
