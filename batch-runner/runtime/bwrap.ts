@@ -1,7 +1,12 @@
+import { fileURLToPath } from "node:url";
 import { BridgedRuntime, prepareBridgedSession } from "./bridged-runtime.ts";
 import type { WrappedCommand } from "./host-dir-runtime.ts";
 import type { Runtime, RuntimeFactory, RuntimeSpecInput } from "./runtime.ts";
-import { HOST_NODE_DIR, type HostBridge, SANDBOX_BRIDGE_SCRIPT } from "./socket-bridge.ts";
+import { HOST_NODE_DIR, type HostBridge } from "./socket-bridge.ts";
+
+/** This checkout's root: the sandbox bridge script and `{{polar_root}}` agents live in it. */
+export const POLAR_ROOT = fileURLToPath(new URL("../../", import.meta.url)).replace(/\/$/, "");
+
 import type { SessionDirs } from "./work-dirs.ts";
 
 export interface BwrapOptions {
@@ -42,10 +47,10 @@ export function bwrapArgs(o: {
   readOnly?: string[];
 }): string[] {
   const root = o.image ? ["--ro-bind", o.image, "/"] : ["--ro-bind", "/", "/"];
-  // With an image root the host's node, the bridge script and the harness cache are brought in.
-  const bridgeBinds = o.image
-    ? [HOST_NODE_DIR, SANDBOX_BRIDGE_SCRIPT, ...(o.readOnly ?? [])].flatMap((p) => ["--ro-bind", p, p])
-    : [];
+  // The host's node, this checkout (the bridge script, example agents) and the harness cache are
+  // bound in read-only: an image root lacks them, and with the host root they may live under /tmp
+  // (a CI checkout, say), which the fresh /tmp below would hide.
+  const bridgeBinds = [HOST_NODE_DIR, POLAR_ROOT, ...(o.readOnly ?? [])].flatMap((p) => ["--ro-bind", p, p]);
   return [
     "--die-with-parent",
     "--unshare-all",

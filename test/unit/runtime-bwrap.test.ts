@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bwrapArgs, bwrapRuntimeFactory } from "../../batch-runner/runtime/bwrap.ts";
+import { bwrapArgs, bwrapRuntimeFactory, POLAR_ROOT } from "../../batch-runner/runtime/bwrap.ts";
 import type { Runtime } from "../../batch-runner/runtime/runtime.ts";
 import { HOST_NODE_DIR, SANDBOX_BRIDGE_SCRIPT } from "../../batch-runner/runtime/socket-bridge.ts";
 
@@ -42,13 +42,18 @@ describe("bwrap command line", () => {
     expect(args.indexOf("--bind")).toBeGreaterThan(args.lastIndexOf("--tmpfs"));
     expect(args.slice(-2)).toEqual(["--chdir", "/s/x/work"]);
     expect(args).not.toContain("--share-net");
+    // Node and the checkout are bound after the fresh /tmp too: a checkout under /tmp must still work.
+    const ro = args.flatMap((a, i) => (a === "--ro-bind" ? [args[i + 1]] : []));
+    expect(ro).toEqual(["/", HOST_NODE_DIR, POLAR_ROOT]);
+    expect(SANDBOX_BRIDGE_SCRIPT.startsWith(`${POLAR_ROOT}/`)).toBe(true);
+    expect(args.indexOf(POLAR_ROOT)).toBeGreaterThan(args.lastIndexOf("--tmpfs"));
   });
 
   it("with an image root, brings in node, the bridge script and extra read-only paths", () => {
     const args = bwrapArgs({ dirs, cwd: "/s/x/work", image: "/images/root", readOnly: ["/cache"] });
     expect(args.slice(2, 5)).toEqual(["--ro-bind", "/images/root", "/"]);
     const ro = args.flatMap((a, i) => (a === "--ro-bind" ? [args[i + 1]] : []));
-    expect(ro).toEqual(["/images/root", HOST_NODE_DIR, SANDBOX_BRIDGE_SCRIPT, "/cache"]);
+    expect(ro).toEqual(["/images/root", HOST_NODE_DIR, POLAR_ROOT, "/cache"]);
   });
 });
 
@@ -116,7 +121,10 @@ describe.skipIf(problem !== null)("bwrap runtime", () => {
       "echo t > /tmp/scratch.txt && echo TMP-OK",
     ].join("; ");
     const res = await rt.exec(["sh", "-c", script]);
-    expect(res.stdout).not.toContain("ESCAPED");
+    // A checkout under /tmp sits in the sandbox's tmpfs: the write "succeeds" there, never on the
+    // host (checked below); elsewhere the read-only root refuses it outright.
+    if (!process.cwd().startsWith("/tmp/")) expect(res.stdout).not.toContain("ESCAPED-ROOT");
+    expect(res.stdout).not.toContain("ESCAPED-ETC");
     expect(res.stdout).toContain("TMP-OK");
     expect(await readFile(join(rt.workDir, "work.txt"), "utf8")).toBe("w\n");
     expect(await readFile(join(rt.homeDir, "home.txt"), "utf8")).toBe("h\n");
