@@ -34,3 +34,17 @@ const proxy = await startNodeProxy({
 });
 console.log(`listening ${proxy.url}`);
 process.once("SIGTERM", () => proxy.close().then(() => process.exit(0)));
+
+// POLAR_BENCH_MEMLOG=/path: sample process.memoryUsage() and write the peaks there on exit, to
+// tell the V8 heap from Buffers and native (zlib, malloc) memory when peak RSS is too high.
+const memLog = process.env.POLAR_BENCH_MEMLOG;
+if (memLog) {
+  const { writeFileSync } = await import("node:fs");
+  const peak: Record<string, number> = {};
+  const sample = () => {
+    for (const [k, v] of Object.entries(process.memoryUsage())) peak[k] = Math.max(peak[k] ?? 0, v);
+    const mb = Object.entries(peak).map(([k, v]) => `${k} ${(v / 2 ** 20).toFixed(0)} MB`);
+    writeFileSync(memLog, `${mb.join(", ")}\n`);
+  };
+  setInterval(sample, 100).unref();
+}

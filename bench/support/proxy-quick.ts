@@ -1,4 +1,8 @@
-// Quick: start fake-vllm + one polar proxy process (store spec argv[2]), load each provider at given concurrency, print CPU ms/req.
+// A quick look at one proxy process, for profiling and A/B checks (bench/proxy.ts is the record):
+// starts fake-vllm and `polar-proxy-process.ts` with store spec argv[2] (default `discard`), loads
+// each provider, prints req/s, p50, CPU ms/req and peak RSS. Narrow with env: P=anthropic,google
+// (providers), C=1,64 (concurrency), D=3 (seconds), S=false,true (streamed), NODEARGS="--cpu-prof
+// --cpu-prof-dir=/tmp/prof" (flags for the proxy process).
 import { join } from "node:path";
 import autocannon from "autocannon";
 import { mintSessionToken } from "../../shared/session-token.ts";
