@@ -9,7 +9,7 @@ import { join } from "node:path";
 import autocannon, { type Result } from "autocannon";
 import { mintSessionToken } from "../shared/session-token.ts";
 import type { Benchmark } from "./benchmark.ts";
-import { type Child, freePort, startChild } from "./support/children.ts";
+import { type Child, freePort, startChild, track } from "./support/children.ts";
 import { cpuMs, peakRssMb } from "./support/process-stats.ts";
 import { type Workload, workload } from "./support/workloads.ts";
 
@@ -154,7 +154,7 @@ async function startPolling(
   port: number,
 ): Promise<Child> {
   const { spawn } = await import("node:child_process");
-  const proc = spawn(cmd, args, { env, stdio: "ignore" });
+  const proc = track(spawn(cmd, args, { env, stdio: "ignore" }));
   const child: Child = {
     proc,
     pid: proc.pid ?? -1,

@@ -8,6 +8,21 @@ export interface Child {
   stop(): Promise<void>;
 }
 
+// A benchmark stopped by Ctrl-C or a timeout must not leave its targets running: 'exit' handlers
+// kill what is still alive, and the signals are turned into an exit so those handlers run.
+const live = new Set<ChildProcess>();
+process.once("exit", () => {
+  for (const proc of live) proc.kill("SIGKILL");
+});
+for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => process.exit(130));
+
+/** Registers a spawned target so it is killed if the benchmark process exits first. */
+export function track(proc: ChildProcess): ChildProcess {
+  live.add(proc);
+  proc.once("exit", () => live.delete(proc));
+  return proc;
+}
+
 export async function freePort(): Promise<number> {
   return await new Promise((resolve, reject) => {
     const s = createServer();
@@ -26,11 +41,13 @@ export async function startChild(
   args: string[],
   opts: { env?: NodeJS.ProcessEnv; cwd?: string; ready: (line: string) => boolean; timeoutMs?: number },
 ): Promise<Child> {
-  const proc = spawn(cmd, args, {
-    env: opts.env ?? process.env,
-    cwd: opts.cwd,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const proc = track(
+    spawn(cmd, args, {
+      env: opts.env ?? process.env,
+      cwd: opts.cwd,
+      stdio: ["ignore", "pipe", "pipe"],
+    }),
+  );
   const output: string[] = [];
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(
