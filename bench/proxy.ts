@@ -9,7 +9,7 @@ import { join } from "node:path";
 import autocannon, { type Result } from "autocannon";
 import { mintSessionToken } from "../shared/session-token.ts";
 import type { Benchmark } from "./benchmark.ts";
-import { type Child, freePort, startChild, track } from "./support/children.ts";
+import { asChild, type Child, freePort, startChild, track } from "./support/children.ts";
 import { cpuMs, peakRssMb } from "./support/process-stats.ts";
 import { type Workload, workload } from "./support/workloads.ts";
 
@@ -155,17 +155,7 @@ async function startPolling(
 ): Promise<Child> {
   const { spawn } = await import("node:child_process");
   const proc = track(spawn(cmd, args, { env, stdio: "ignore" }));
-  const child: Child = {
-    proc,
-    pid: proc.pid ?? -1,
-    stop: () =>
-      new Promise((resolve) => {
-        if (proc.exitCode !== null) return resolve();
-        proc.once("exit", () => resolve());
-        proc.kill("SIGTERM");
-        setTimeout(() => proc.kill("SIGKILL"), 3000).unref();
-      }),
-  };
+  const child = asChild(proc);
   for (let i = 0; i < 150; i++) {
     if (proc.exitCode !== null) throw new Error(`${cmd} ${args.join(" ")} exited with ${proc.exitCode}`);
     try {

@@ -73,6 +73,11 @@ export async function startChild(
   // Keep draining output so the child never blocks on a full pipe.
   proc.stdout?.resume();
   proc.stderr?.resume();
+  return asChild(proc);
+}
+
+/** A spawned target with a stop that asks politely (SIGTERM), then insists after 3 s. */
+export function asChild(proc: ChildProcess): Child {
   return {
     proc,
     pid: proc.pid ?? -1,
