@@ -9,7 +9,8 @@ import { cpuMs } from "./support/process-stats.ts";
 
 const TOKENS_PER_SECOND = 50;
 const ANSWER_TOKENS = 500;
-const CALLS = Number(process.env.BENCH_STREAM_CALLS ?? 1);
+const CALLS = Number(process.env.BENCH_STREAM_CALLS ?? 3);
+const TTFB_CALLS = 5;
 const KEY = "bench-streaming-key";
 const node = process.execPath;
 const root = new URL("..", import.meta.url).pathname;
@@ -74,6 +75,13 @@ async function timedStream(url: string, body: unknown, token?: string): Promise<
   return { ttfbMs, lastMs: performance.now() - t0 };
 }
 
+/** `body` with its answer cut at `n` tokens, whichever field its API uses. */
+function withMaxTokens(body: object, n: number): object {
+  if ("max_output_tokens" in body) return { ...body, max_output_tokens: n };
+  if ("generationConfig" in body) return { ...body, generationConfig: { maxOutputTokens: n } };
+  return { ...body, max_tokens: n };
+}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const fmt = (ms: number) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(0)} ms`);
 
@@ -84,6 +92,23 @@ async function startProxy(upstream: string, mode: "live" | "synthesize", dir: st
     ready: (line) => line.startsWith("listening"),
   }).then((c) => Object.assign(c, { url: `http://127.0.0.1:${port}` }));
 }
+
+/** The floor: a bare forwarder (bench/support/pass-through.ts) piping the engine's stream chunk by chunk. */
+async function startPassThrough(upstream: string): Promise<Child & { url: string }> {
+  const port = await freePort();
+  const child = await startChild(node, [`${root}bench/support/pass-through.ts`, upstream, String(port)], {
+    ready: (line) => line.startsWith("listening"),
+  });
+  return Object.assign(child, { url: `http://127.0.0.1:${port}` });
+}
+
+/** What the proxy sends the engine for a client stream in live mode (the pass-through gets the same). */
+const ENGINE_STREAM_BODY = {
+  ...REQUESTS.openai_chat.body,
+  return_token_ids: true,
+  logprobs: true,
+  stream_options: { include_usage: true },
+};
 
 const bench: Benchmark = {
   name: "streaming",
@@ -117,49 +142,78 @@ const bench: Benchmark = {
         url: string;
       },
     };
+    const passThrough = await startPassThrough(upstream);
     const rows: string[] = [];
-    let cpu = { live: 0, synthesize: 0 };
+    const cpuRows: string[] = [];
+    const cpu = { live: 0, synthesize: 0, passThrough: 0 };
     let calls = 0;
     try {
       for (const [provider, req] of Object.entries(REQUESTS)) {
         const timings = { upstream: [] as Timing[], live: [] as Timing[], synthesize: [] as Timing[] };
-        for (let i = 0; i < CALLS; i++) {
+        const providerCpu = { live: 0, synthesize: 0, passThrough: 0 };
+        // One unmeasured call per provider first: module loading and JIT warm-up are not per-call costs.
+        for (let i = -1; i < CALLS; i++) {
           const token = await mintSessionToken(
             { sessionId: `bench-${provider}-${i}`, taskId: "bench-streaming" },
             KEY,
           );
-          const before = { live: cpuMs(proxies.live.pid), synthesize: cpuMs(proxies.synthesize.pid) };
-          // The three run side by side against the same paced policy, so they see the same pacing.
+          const before = {
+            live: cpuMs(proxies.live.pid),
+            synthesize: cpuMs(proxies.synthesize.pid),
+            passThrough: cpuMs(passThrough.pid),
+          };
+          // All run side by side against the same paced policy, so they see the same pacing.
           const [up, live, synth] = await Promise.all([
-            timedStream(`${upstream}/v1/chat/completions`, {
-              ...REQUESTS.openai_chat.body,
-              return_token_ids: true,
-              logprobs: true,
-              stream_options: { include_usage: true },
-            }),
+            timedStream(`${upstream}/v1/chat/completions`, ENGINE_STREAM_BODY),
             timedStream(`${proxies.live.url}${req.path}`, req.body, token),
             timedStream(`${proxies.synthesize.url}${req.path}`, req.body, token),
+            timedStream(`${passThrough.url}/v1/chat/completions`, ENGINE_STREAM_BODY),
           ]);
-          cpu = {
-            live: cpu.live + cpuMs(proxies.live.pid) - before.live,
-            synthesize: cpu.synthesize + cpuMs(proxies.synthesize.pid) - before.synthesize,
-          };
-          calls++;
+          if (i < 0) continue;
+          providerCpu.live += cpuMs(proxies.live.pid) - before.live;
+          providerCpu.synthesize += cpuMs(proxies.synthesize.pid) - before.synthesize;
+          providerCpu.passThrough += cpuMs(passThrough.pid) - before.passThrough;
           timings.upstream.push(up);
           timings.live.push(live);
           timings.synthesize.push(synth);
         }
+        // First bytes one call at a time: a short answer straight from the policy, then through the proxy.
+        const ttfb = { upstream: [] as number[], live: [] as number[] };
+        const short = (body: object) => withMaxTokens(body, 5);
+        for (let i = 0; i < TTFB_CALLS; i++) {
+          const token = await mintSessionToken(
+            { sessionId: `bench-ttfb-${provider}-${i}`, taskId: "bench-streaming" },
+            KEY,
+          );
+          ttfb.upstream.push(
+            (await timedStream(`${upstream}/v1/chat/completions`, short(ENGINE_STREAM_BODY))).ttfbMs,
+          );
+          ttfb.live.push(
+            (await timedStream(`${proxies.live.url}${req.path}`, short(req.body), token)).ttfbMs,
+          );
+        }
+        calls += CALLS;
+        for (const k of ["live", "synthesize", "passThrough"] as const) cpu[k] += providerCpu[k];
         const m = (t: Timing[], k: keyof Timing) => fmt(median(t.map((x) => x[k])));
         rows.push(
-          `| ${provider} | ${m(timings.upstream, "ttfbMs")} | ${m(timings.live, "ttfbMs")} | ${m(timings.synthesize, "ttfbMs")} | ${m(timings.upstream, "lastMs")} | ${m(timings.live, "lastMs")} | ${m(timings.synthesize, "lastMs")} |`,
+          `| ${provider} | ${fmt(median(ttfb.upstream))} | ${fmt(median(ttfb.live))} | ${m(timings.synthesize, "ttfbMs")} | ${m(timings.upstream, "lastMs")} | ${m(timings.live, "lastMs")} | ${m(timings.synthesize, "lastMs")} |`,
+        );
+        const per = (k: keyof typeof providerCpu) => (providerCpu[k] / CALLS).toFixed(1);
+        cpuRows.push(
+          `| ${provider} | ${per("live")} ms | ${per("synthesize")} ms | ${per("passThrough")} ms | ${(providerCpu.live / Math.max(providerCpu.synthesize, 0.001)).toFixed(2)} |`,
         );
       }
     } finally {
       await proxies.live.stop();
       await proxies.synthesize.stop();
+      await passThrough.stop();
       await policy.stop();
     }
-    const perCall = { live: cpu.live / calls, synthesize: cpu.synthesize / calls };
+    const perCall = {
+      live: cpu.live / calls,
+      synthesize: cpu.synthesize / calls,
+      passThrough: cpu.passThrough / calls,
+    };
     const markdown = `## Streaming: live vs synthesized
 
 \`npm run bench -- streaming\` (bench/streaming.ts): \`polar policy --tokens-per-second ${TOKENS_PER_SECOND}\`,
@@ -172,10 +226,19 @@ ${1000 / TOKENS_PER_SECOND} ms.
 | --- | --- | --- | --- | --- | --- | --- |
 ${rows.join("\n")}
 
-Proxy CPU per call (user + system, from /proc): live ${perCall.live.toFixed(1)} ms, synthesize
-${perCall.synthesize.toFixed(1)} ms, ratio live/synthesize ${(perCall.live / Math.max(perCall.synthesize, 0.001)).toFixed(2)}.
-The Google encoder holds one record back (the last must carry finishReason), so its first byte is one
-part later than the others'.`;
+Proxy CPU per call (user + system, from /proc, warm-up call excluded), beside a bare pass-through
+(bench/support/pass-through.ts) piping the same engine stream to a client chunk by chunk:
+
+| provider | live | synthesize | pass-through | live / synthesize |
+| --- | --- | --- | --- | --- |
+${cpuRows.join("\n")}
+| all | ${perCall.live.toFixed(1)} ms | ${perCall.synthesize.toFixed(1)} ms | ${perCall.passThrough.toFixed(1)} ms | ${(perCall.live / Math.max(perCall.synthesize, 0.001)).toFixed(2)} |
+
+The engine sends one chunk per sampled token (${ANSWER_TOKENS} per call): reading them is a cost a
+synthesized stream never pays (it reads one JSON answer), and the pass-through row is that floor.
+Live mode writes to the client at most every 100 ms (\`DEFAULT_STREAM_FLUSH_MS\`), the first byte at once.
+TTFB comes from a separate pass (${TTFB_CALLS} short calls per provider, one at a time): the upstream's own first
+byte, then the live proxy's, so neither waits behind the other's prefill in the single-threaded policy.`;
     return { markdown };
   },
 };

@@ -20,7 +20,7 @@ import { providerError } from "./provider-error.ts";
 import { readJsonBody } from "./request-body.ts";
 import { requestLog } from "./request-log.ts";
 import { ReplicaSet } from "./routing/replicas.ts";
-import { resolveStreamMode } from "./stream/stream-mode.ts";
+import { DEFAULT_STREAM_FLUSH_MS, resolveStreamMode } from "./stream/stream-mode.ts";
 import { SessionCaptureCache } from "./tito/session-lookup.ts";
 import { tokenizeBodyBuilders } from "./tokenize-body.ts";
 
@@ -81,6 +81,7 @@ function resolve(deps: ProxyDeps): Gateway {
       engine,
       deps.log ?? ((m) => console.error(`[polar proxy] ${m}`)),
     ),
+    streamFlushMs: deps.streamFlushMs ?? DEFAULT_STREAM_FLUSH_MS,
     metrics: new ProxyMetrics(),
     auth,
     limits,

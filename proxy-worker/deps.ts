@@ -32,6 +32,8 @@ export interface ProxyDeps {
   logprobsMode?: LogprobsMode;
   /** How client streams are answered (proxy-worker/stream/stream-mode.ts); default `live` where the engine streams ids. */
   streamMode?: StreamMode;
+  /** `live` mode: frames within this many ms of the last write go out together (default 100; 0: every chunk). */
+  streamFlushMs?: number;
   /** HMAC key for session tokens; required unless `auth: "off"`. */
   signingKey?: string;
   /** `off` (local development only): any key is accepted and names the session. */
@@ -82,6 +84,7 @@ export interface Gateway {
   engine: EngineAdapter;
   logprobsMode: LogprobsMode;
   streamMode: StreamMode;
+  streamFlushMs: number;
   metrics: ProxyMetrics;
   auth: AuthConfig;
   limits: Limits;

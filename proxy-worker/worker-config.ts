@@ -34,6 +34,8 @@ const WorkerVars = z.object({
   LOGPROBS_MODE: LogprobsMode.optional(),
   /** `live` (default where the engine streams ids) or `synthesize`; see docs/proxy.md "Streaming". */
   STREAM_MODE: z.enum(STREAM_MODES).optional(),
+  /** Live mode: frames within this many ms of the last write go out together (default 100; 0: every chunk). */
+  STREAM_FLUSH_MS: z.coerce.number().int().nonnegative().max(10_000).optional(),
   POLAR_SIGNING_KEY: z.string().min(1).optional(),
   /** `off` accepts any key as the session id: local development only. */
   POLAR_AUTH: z.enum(["off", "token"]).default("token"),
@@ -112,6 +114,7 @@ export function depsFromEnv(env: Record<string, unknown>, fetcher: typeof fetch)
     engine: vars.ENGINE,
     ...(vars.LOGPROBS_MODE ? { logprobsMode: vars.LOGPROBS_MODE } : {}),
     ...(vars.STREAM_MODE ? { streamMode: vars.STREAM_MODE } : {}),
+    ...(vars.STREAM_FLUSH_MS !== undefined ? { streamFlushMs: vars.STREAM_FLUSH_MS } : {}),
     ...(vars.POLAR_AUTH === "off" ? { auth: "off" as const } : { signingKey: vars.POLAR_SIGNING_KEY }),
     adminToken: vars.POLAR_ADMIN_TOKEN,
     policyVersion: vars.POLICY_VERSION ?? null,

@@ -34,6 +34,10 @@ const proxy = await startNodeProxy({
   ...(process.env.POLAR_BENCH_STREAM_MODE
     ? { streamMode: process.env.POLAR_BENCH_STREAM_MODE as "live" | "synthesize" }
     : {}),
+  // POLAR_BENCH_STREAM_FLUSH_MS=N: the live mode's write interval (default: the proxy's).
+  ...(process.env.POLAR_BENCH_STREAM_FLUSH_MS
+    ? { streamFlushMs: Number(process.env.POLAR_BENCH_STREAM_FLUSH_MS) }
+    : {}),
   policyVersion: null,
 });
 console.log(`listening ${proxy.url}`);

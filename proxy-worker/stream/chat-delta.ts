@@ -42,6 +42,12 @@ export interface StreamHead {
 export interface StreamEncoder {
   start(head: StreamHead): string[];
   delta(d: ChatDelta): string[];
+  /**
+   * Live streams only, after each upstream chunk's deltas: frames an encoder held back to amend
+   * (Google's last record must carry finishReason) that can go out now, so the first byte is not
+   * a token late. Whatever an encoder still holds at `finish` becomes its terminal event.
+   */
+  release?(): string[];
   /** `final` is the whole answer (engine fields already stripped). */
   finish(final: ChatResponse): string[];
   terminal(): string[];

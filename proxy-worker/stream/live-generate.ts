@@ -14,7 +14,7 @@ import {
 } from "../upstream.ts";
 import type { StreamEncoder } from "./chat-delta.ts";
 import { ChatDeltaAccumulator } from "./chat-delta-accumulator.ts";
-import { sseData } from "./upstream-sse.ts";
+import { SseEvents } from "./upstream-sse.ts";
 
 export interface LiveCall {
   codec: ProviderCodec;
@@ -68,6 +68,7 @@ async function stream(
 ): Promise<Response | { notStreamed: UpstreamResult }> {
   const { facts, decoded } = call;
   const up = call.upstream;
+  const flushMs = g.streamFlushMs;
   const fail = (status: number, message: string) => {
     const res = providerError(g.codecs, facts.provider, status, message);
     res.headers.set(call.captureIdHeader, facts.captureId);
@@ -156,7 +157,7 @@ async function stream(
   }
 
   const acc = new ChatDeltaAccumulator();
-  const events = sseData(res.body);
+  const events = new SseEvents(res.body);
   const encoder: StreamEncoder = call.codec.streamEncoder({
     decoded,
     now: Math.floor(call.startedAt / 1000),
@@ -165,10 +166,10 @@ async function stream(
   const nextChunk = async (): Promise<Record<string, unknown> | null | { error: string }> => {
     for (;;) {
       const next = await events.next();
-      if (next.done || next.value === "[DONE]") return null;
+      if (next === null || next === "[DONE]") return null;
       let chunk: unknown;
       try {
-        chunk = JSON.parse(next.value);
+        chunk = JSON.parse(next);
       } catch {
         return { error: "upstream sent a stream record that is not JSON" };
       }
@@ -202,12 +203,33 @@ async function stream(
     }
     return reading;
   };
+  // Frames not yet written: each write to the client costs a syscall and a pass through the HTTP
+  // stack, so frames made within `flushMs` of the last write go out together (docs/proxy.md).
+  let pending: string[] = [];
+  let lastFlush = Number.NEGATIVE_INFINITY;
+  let wake: (() => void) | null = null;
+  let timer: ReturnType<typeof setTimeout> | undefined;
   const send = (ctl: ReadableStreamDefaultController<Uint8Array>, frames: string[]) => {
-    if (frames.length > 0) ctl.enqueue(utf8.encode(frames.join("")));
+    for (const f of frames) pending.push(f);
+    if (pending.length === 0) return;
+    ctl.enqueue(utf8.encode(pending.join("")));
+    pending = [];
+    lastFlush = performance.now();
+  };
+  /** Waits out the rest of the flush interval (cut short when the client leaves). */
+  const waitForFlush = async (): Promise<void> => {
+    const ms = lastFlush + flushMs - performance.now();
+    if (ms <= 0) return;
+    await new Promise<void>((resolve) => {
+      wake = resolve;
+      timer = setTimeout(resolve, ms);
+    });
+    wake = null;
   };
   const feed = (chunk: Record<string, unknown>): string[] => {
     const frames: string[] = [];
     for (const d of acc.push(chunk)) for (const f of encoder.delta(d)) frames.push(f);
+    if (encoder.release) for (const f of encoder.release()) frames.push(f);
     return frames;
   };
   /** The upstream broke mid-answer: store what came (aborted, with the error), then the provider's error event. */
@@ -257,6 +279,7 @@ async function stream(
       const deltas = acc.push(first as Record<string, unknown>);
       const frames = encoder.start(acc.head());
       for (const d of deltas) frames.push(...encoder.delta(d));
+      if (encoder.release) frames.push(...encoder.release());
       send(ctl, frames);
     },
     // A pull that enqueues nothing is not called again (the spec re-pulls only on a new read), so
@@ -274,12 +297,19 @@ async function stream(
         if (abort.signal.aborted) return;
         if (chunk === null) return end(ctl);
         if ("error" in chunk && typeof chunk.error === "string") return breakOff(ctl, 502, chunk.error);
-        const frames = feed(chunk as Record<string, unknown>);
-        if (frames.length > 0) return send(ctl, frames);
+        for (const f of feed(chunk as Record<string, unknown>)) pending.push(f);
+        // Drain what the last read brought, then hold the frames until the interval is over: the
+        // engine's next chunks wait in the socket meanwhile and arrive in one read.
+        if (pending.length === 0 || events.buffered) continue;
+        await waitForFlush();
+        if (abort.signal.aborted) return;
+        return send(ctl, []);
       }
     },
     async cancel() {
       abort.abort();
+      clearTimeout(timer);
+      wake?.();
       release("ok");
       if (captured !== "no") return;
       captured = "storing";

@@ -255,3 +255,63 @@ describe("streamed ids that do not add up (vllm#27482)", () => {
     });
   }
 });
+
+describe("frames are written together within the flush interval", () => {
+  let paced: PolicyServer;
+  beforeAll(async () => {
+    // 40 tokens at 200 tokens/s: the whole answer comes within 200 ms.
+    paced = await startPolicy({ tokensPerSecond: 200 });
+  });
+  afterAll(() => paced?.close());
+
+  /** How many of the client's reads carry generated text, and the whole text. */
+  async function readsWithText(flushMs: number): Promise<{ reads: number; text: string; ids: number }> {
+    const store = new MemoryStore();
+    const proxy = await startProxy({
+      upstream: paced.url,
+      store,
+      streamMode: "live",
+      streamFlushMs: flushMs,
+      log: () => {},
+    });
+    try {
+      const session = `${TASK}-flush-${flushMs}`;
+      const body = {
+        model: "m",
+        stream: true,
+        max_tokens: 40,
+        messages: [
+          { role: "user", content: scriptMessage([`say: ${"one two three four five ".repeat(20)}`]) },
+        ],
+      };
+      const res = await post(proxy, "/v1/chat/completions", session, body);
+      const reader = res.body!.getReader();
+      const decoder = new TextDecoder();
+      let reads = 0;
+      let text = "";
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        const part = decoder.decode(value, { stream: true });
+        if (part.includes('"content":"') && !/"content":""/.test(part.split("\n")[0] ?? "")) reads++;
+        text += part;
+      }
+      const [cap] = await readCaptures(store, LOCAL_TASK_ID, session);
+      return { reads, text, ids: cap.response_token_ids?.length ?? 0 };
+    } finally {
+      await proxy.close();
+    }
+  }
+
+  it("one write per chunk with 0 ms, a few writes with a long interval, the same answer and capture", async () => {
+    const each = await readsWithText(0);
+    const held = await readsWithText(1000);
+    expect(each.ids).toBe(40);
+    expect(held.ids).toBe(40);
+    const content = (t: string) => [...t.matchAll(/"content":"([^"]*)"/g)].map((m) => m[1]).join("");
+    expect(content(held.text)).toBe(content(each.text));
+    expect(held.text).toContain("data: [DONE]");
+    expect(each.reads).toBeGreaterThanOrEqual(10);
+    expect(held.reads).toBeLessThanOrEqual(3);
+  });
+});

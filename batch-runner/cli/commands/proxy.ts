@@ -14,6 +14,7 @@ const usage = `Usage: polar proxy --upstream URL [--upstream URL ...] [--upstrea
                    [--routing affinity|round_robin|least_loaded] [--max-in-flight N]
                    [--queue-wait-s 2] [--health-interval-s 5]
                    [--engine vllm|sglang] [--logprobs-mode MODE] [--stream-mode live|synthesize]
+                   [--stream-flush-ms 100]
                    [--port 8787] [--host 127.0.0.1]
                    [--store DIR|s3://bucket/prefix] [--auth off] [--policy-version V]
                    [--admin-token T] [--control-token T] [--jobs-queue SQS_URL]
@@ -43,6 +44,8 @@ and logprobs to the store, and answered in the harness's own API shape.
   --stream-mode MODE    how a harness's stream is answered: live (default with vLLM) streams the
                         engine's tokens as they are sampled; synthesize calls the engine without
                         streaming and sends the whole stream at the end (SGLang always does this)
+  --stream-flush-ms N   live mode: frames made within N ms of the last write to the client go out in
+                        one write (default 100; the first byte is never held; 0 writes every chunk)
   --store               capture store: a directory (default .polar/store) or s3://bucket/prefix
   --auth off            local development only: accept any key and use it as the session id
   --policy-version V    version stamped on captures when the engine reports none
@@ -133,6 +136,7 @@ const command: Command = {
         engine: { type: "string" },
         "logprobs-mode": { type: "string" },
         "stream-mode": { type: "string" },
+        "stream-flush-ms": { type: "string" },
         port: { type: "string" },
         host: { type: "string" },
         store: { type: "string" },
@@ -188,6 +192,9 @@ const command: Command = {
     if (streamMode !== undefined && streamMode !== "live" && streamMode !== "synthesize") {
       throw new UsageError(`--stream-mode must be live or synthesize, got ${JSON.stringify(streamMode)}`);
     }
+    const flushFlag = values["stream-flush-ms"];
+    const streamFlushMs =
+      flushFlag === undefined ? undefined : numberFlag("stream-flush-ms", flushFlag, 0, 0, 10_000);
     if (values.auth !== undefined && values.auth !== "off") {
       throw new UsageError(
         `--auth accepts only "off" (token auth is the default), got ${JSON.stringify(values.auth)}`,
@@ -243,6 +250,7 @@ const command: Command = {
       engine,
       ...(logprobsMode ? { logprobsMode: logprobsMode as LogprobsMode } : {}),
       ...(streamMode ? { streamMode } : {}),
+      ...(streamFlushMs !== undefined ? { streamFlushMs } : {}),
       store,
       host: values.host ?? "127.0.0.1",
       port,

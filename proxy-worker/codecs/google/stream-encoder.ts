@@ -31,7 +31,11 @@ interface PendingCall {
  * function call once its arguments are complete), no `event:` lines, comments or `[DONE]`
  * (@google/genai throws on leftovers). The last record of a candidate carries its finishReason and
  * the very last one also usageMetadata (Gemini CLI fails with NO_FINISH_REASON otherwise), so the
- * encoder holds one record back: the held record becomes the terminal event.
+ * encoder holds one record back: the held record becomes the terminal event. A live stream releases
+ * the held record after each engine chunk unless it already carries its finishReason (vLLM sends the
+ * reason with the last token, so that record is the one held to the end), so the first byte is not
+ * a token late. When a finish comes after the last part went out, it goes on a record without
+ * parts, which Gemini CLI accepts (`isValidContent`: a model turn with no parts is valid).
  */
 export function googleStreamEncoder(ctx: EncodeContext): StreamEncoder {
   const withThoughts = (ctx.decoded.state as GoogleState | undefined)?.includeThoughts === true;
@@ -117,6 +121,13 @@ export function googleStreamEncoder(ctx: EncodeContext): StreamEncoder {
       if (last.finishReason === undefined)
         last.finishReason = mapFinishReason(firstChoice(final).finish_reason);
       (held as GoogleRecord).usageMetadata = mapUsage(final);
+      return out;
+    },
+    release() {
+      // A record with its finishReason is the terminal event: it waits for the stored capture.
+      if (!held || held.candidates[0].finishReason !== undefined) return [];
+      const out = [sseFrame(held)];
+      held = null;
       return out;
     },
     terminal: () => (held ? [sseFrame(held)] : []),
