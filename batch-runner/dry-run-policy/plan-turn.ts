@@ -65,5 +65,16 @@ export function planTurn(input: PlanInput): PlannedTurn {
         `offers ${offered.length > 0 ? offered.join(", ") : "no tools"}; command was: ${action.command}`;
     }
   }
+  if (action.kind === "tool") {
+    const tools = input.toolChoice === "none" ? undefined : input.tools;
+    const tool = tools?.find((t) => t.function?.name === action.name);
+    if (tool) planned.toolCalls.push({ name: action.name, arguments: action.arguments });
+    else {
+      const offered = (tools ?? []).map((t) => t.function?.name).filter(Boolean);
+      planned.content =
+        `polar-script step ${index + 1} calls the tool ${action.name} but the request offers ` +
+        `${offered.length > 0 ? offered.join(", ") : "no tools"}`;
+    }
+  }
   return planned;
 }

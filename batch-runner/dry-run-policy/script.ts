@@ -6,24 +6,33 @@
  *   shell: echo hi > hello.txt
  *   think: I should check the file
  *   shell: cat hello.txt
+ *   tool: Task {"description": "check", "prompt": "Look at hello.txt"}
  *   say: Done.
  *   ```
  *
- * `think:` lines attach to the next `shell:`/`say:` as reasoning of the same turn.
+ * `think:` lines attach to the next action (`shell:`, `tool:`, `say:`) as reasoning of the same turn.
+ * `tool: NAME {json}` calls the offered tool NAME with those arguments (e.g. Claude Code's Task tool,
+ * to spawn a sub-agent; a sub-agent's own script goes in its prompt with the backticks written as
+ * \u0060 so the outer fence still ends where it should).
  * A line indented under a step continues it (joined with "\n"); blank lines and `#` lines are skipped.
  */
 
-export type ScriptStep = { kind: "shell" | "think" | "say"; text: string };
+export type ScriptStep = { kind: "shell" | "think" | "say" | "tool"; text: string };
 
 export interface ScriptTurn {
   reasoning?: string;
-  action: { kind: "shell"; command: string } | { kind: "say"; text: string } | { kind: "none" };
+  action:
+    | { kind: "shell"; command: string }
+    | { kind: "say"; text: string }
+    | { kind: "tool"; name: string; arguments: Record<string, unknown> }
+    | { kind: "none" };
 }
 
 export type ParsedScript = { ok: true; steps: ScriptStep[] } | { ok: false; error: string };
 
 const FENCE = /```polar-script[ \t]*\r?\n([\s\S]*?)(?:\r?\n)?```/;
-const STEP = /^(shell|think|say):[ \t]?(.*)$/;
+const STEP = /^(shell|think|say|tool):[ \t]?(.*)$/;
+const TOOL_STEP = /^([A-Za-z0-9_.:-]+)[ \t]+(\{.*\})$/s;
 
 /** The script's body in a message text, or undefined when it holds none. */
 export function findScriptBlock(text: string): string | undefined {
@@ -44,12 +53,33 @@ export function parseScript(body: string): ParsedScript {
     if (!match) {
       return {
         ok: false,
-        error: `polar-script line ${i + 1}: expected "shell: <command>", "think: <text>" or "say: <text>", got ${JSON.stringify(line)}`,
+        error: `polar-script line ${i + 1}: expected "shell: <command>", "tool: <name> {json}", "think: <text>" or "say: <text>", got ${JSON.stringify(line)}`,
       };
     }
     steps.push({ kind: match[1] as ScriptStep["kind"], text: match[2] });
   }
+  for (const [i, step] of steps.entries()) {
+    if (step.kind === "tool" && toolStep(step.text) === null) {
+      return {
+        ok: false,
+        error: `polar-script step ${i + 1}: expected "tool: <name> {json object of arguments}", got ${JSON.stringify(step.text)}`,
+      };
+    }
+  }
   return { ok: true, steps };
+}
+
+/** `NAME {json}` of a `tool:` step, or null when it is not that. */
+function toolStep(text: string): { name: string; arguments: Record<string, unknown> } | null {
+  const m = TOOL_STEP.exec(text.trim());
+  if (!m) return null;
+  try {
+    const args: unknown = JSON.parse(m[2]);
+    if (typeof args !== "object" || args === null || Array.isArray(args)) return null;
+    return { name: m[1], arguments: args as Record<string, unknown> };
+  } catch {
+    return null;
+  }
 }
 
 /** Groups steps into assistant turns: each `think:` joins the following action's turn. */
@@ -61,10 +91,13 @@ export function scriptTurns(steps: readonly ScriptStep[]): ScriptTurn[] {
       thoughts.push(step.text);
       continue;
     }
+    const tool = step.kind === "tool" ? toolStep(step.text) : null;
     const turn: ScriptTurn =
       step.kind === "shell"
         ? { action: { kind: "shell", command: step.text } }
-        : { action: { kind: "say", text: step.text } };
+        : tool
+          ? { action: { kind: "tool", ...tool } }
+          : { action: { kind: "say", text: step.text } };
     if (thoughts.length > 0) turn.reasoning = thoughts.join("\n");
     turns.push(turn);
     thoughts = [];

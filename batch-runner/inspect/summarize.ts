@@ -46,6 +46,39 @@ export function summarize(file: string, data: Inspectable): string[] {
     lines.push("  rewards: none");
   }
   for (const r of rows) lines.push(`  ${traceLine(r, extrasOf.get(r) ?? {})}`);
+  for (const session of sessions) {
+    const mine = rows.filter((r) => r.session_id === session);
+    lines.push(...lineage(session, mine, (r) => extrasOf.get(r) ?? {}));
+  }
+  return lines;
+}
+
+/**
+ * A session's traces as a tree when some chain broke away from another: each trace under the one
+ * it came from, with the break reason and, for a sub-agent, the tool call that spawned it.
+ */
+export function lineage(session: string, rows: readonly ShardRow[], extrasOf: (r: ShardRow) => TraceExtras) {
+  const children = new Map<number | null, ShardRow[]>();
+  const indexes = new Set(rows.map((r) => r.trace_index));
+  for (const r of rows) {
+    const parent = extrasOf(r).parent_trace ?? null;
+    const key = parent !== null && indexes.has(parent) ? parent : null;
+    children.set(key, [...(children.get(key) ?? []), r]);
+  }
+  if ((children.get(null)?.length ?? 0) === rows.length) return [];
+  const lines = [`  lineage of session ${session}:`];
+  const walk = (r: ShardRow, depth: number, seen: Set<number>) => {
+    if (seen.has(r.trace_index)) return;
+    seen.add(r.trace_index);
+    const e = extrasOf(r);
+    const why = e.break_reason
+      ? `  ${e.break_reason}${e.parent_tool_call_id ? ` via tool call ${e.parent_tool_call_id}` : ""}`
+      : "";
+    lines.push(`${"  ".repeat(depth + 2)}trace ${r.trace_index}${why}`);
+    for (const c of children.get(r.trace_index) ?? []) walk(c, depth + 1, seen);
+  };
+  const seen = new Set<number>();
+  for (const root of children.get(null) ?? []) walk(root, 0, seen);
   return lines;
 }
 

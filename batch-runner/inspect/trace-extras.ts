@@ -12,6 +12,7 @@ export const TraceExtras = z.object({
   orphan_reason: z.string().nullable().optional(),
   break_reason: z.string().nullable().optional(),
   parent_trace: z.number().int().nonnegative().nullable().optional(),
+  parent_tool_call_id: z.string().nullable().optional(),
   break_position: z.number().int().nonnegative().nullable().optional(),
   break_context_ids: z.array(z.number().int().nonnegative()).nullable().optional(),
   version_spans: z
@@ -65,17 +66,20 @@ export function extrasOfShardRow(row: object): TraceExtras {
     orphan_reason: r.orphan_reason ?? null,
     break_reason: r.break_reason ?? null,
     parent_trace: value(r.parent_trace) ?? null,
+    parent_tool_call_id: r.parent_tool_call_id ?? null,
     crossed_weight_update: value(r.crossed_weight_update),
     capture_gaps: value(r.capture_gaps),
     version_spans: spans,
   });
 }
 
-/** "break compaction from trace 0, orphan (no_prefix_match), 2 capture gaps, crossed weight update", or "". */
+/** "break sub_agent from trace 0 (tool call toolu_1)", "break compaction from trace 0, orphan (no_prefix_match), 2 capture gaps, crossed weight update", or "". */
 export function describeExtras(e: TraceExtras): string {
   const parts: string[] = [];
   if (e.break_reason != null)
-    parts.push(`break ${e.break_reason}${e.parent_trace != null ? ` from trace ${e.parent_trace}` : ""}`);
+    parts.push(
+      `break ${e.break_reason}${e.parent_trace != null ? ` from trace ${e.parent_trace}` : ""}${e.parent_tool_call_id ? ` (tool call ${e.parent_tool_call_id})` : ""}`,
+    );
   if (e.orphan) parts.push(`orphan${e.orphan_reason ? ` (${e.orphan_reason})` : ""}`);
   if (e.capture_gaps) parts.push(`${e.capture_gaps} capture gap${e.capture_gaps > 1 ? "s" : ""}`);
   if (e.crossed_weight_update) parts.push("crossed weight update");

@@ -9,6 +9,7 @@ export const UNBROKEN = {
   orphan_reason: null,
   break_reason: null,
   parent_trace: null,
+  parent_tool_call_id: null,
   break_position: null,
   break_context_ids: null,
   capture_gaps: 0,

@@ -19,6 +19,8 @@ export interface ChainBreak {
   position: number;
   /** This chain's first prompt around `position`. */
   context: number[];
+  /** A sub-agent's spawning tool call in `parent` (spawned-by.ts). */
+  toolCallId?: string;
 }
 
 /** What prefix merging learned about each turn's prompt, reused to explain breaks. */

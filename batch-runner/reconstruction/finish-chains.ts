@@ -7,6 +7,7 @@ import { explainBreaks } from "./chain-breaks.ts";
 import { chainToTrace } from "./chain-trace.ts";
 import type { BuiltChain, PromptIndex } from "./chains.ts";
 import { tagOrphans } from "./orphans.ts";
+import { linkSubAgents } from "./spawned-by.ts";
 import type { UsableCaptures } from "./usable-captures.ts";
 
 export interface FinishInput {
@@ -37,6 +38,7 @@ export function finishChains(found: readonly BuiltChain[], input: FinishInput): 
     compare(a.turns[0].capture.capture_id, b.turns[0].capture.capture_id),
   );
   const prefixBreaks = input.explainBreaks ? explainBreaks(chains, input.index) : 0;
+  if (input.explainBreaks) linkSubAgents(chains);
   tagOrphans(chains, input.index, input.captures);
   assignGaps(chains, usable.gaps);
 
@@ -51,6 +53,7 @@ export function finishChains(found: readonly BuiltChain[], input: FinishInput): 
       trace.parent_trace = position.get(c.brk.parent) ?? null;
       trace.break_position = c.brk.position;
       trace.break_context_ids = c.brk.context;
+      trace.parent_tool_call_id = c.brk.toolCallId ?? null;
     }
     if (trace.orphan && settings.orphans === "mask") maskTrace(trace, "orphan");
     else if (trace.capture_gaps > 0 && settings.on_missing_ids === "mask") maskTrace(trace, "capture_gap");

@@ -42,6 +42,7 @@ const columns: SchemaElement[] = [
   { name: "crossed_weight_update", repetition_type: required, type: "BOOLEAN" },
   { name: "capture_gaps", repetition_type: required, type: "INT32" },
   { name: "version_spans", repetition_type: required, ...utf8 },
+  { name: "parent_tool_call_id", repetition_type: optional, ...utf8 },
 ];
 
 const COLUMN_NAMES = [
@@ -67,6 +68,7 @@ const COLUMN_NAMES = [
   "crossed_weight_update",
   "capture_gaps",
   "version_spans",
+  "parent_tool_call_id",
 ] as const satisfies readonly (keyof ShardRow)[];
 
 export const SHARD_SCHEMA: SchemaElement[] = [

@@ -11,6 +11,7 @@ const COLUMN_DEFAULTS = {
   crossed_weight_update: false,
   capture_gaps: 0,
   version_spans: "[]",
+  parent_tool_call_id: null,
 } as const satisfies Partial<ShardRow>;
 
 /** Reads a Parquet shard back into rows (for `polar inspect` and tests); older shards get the newer columns' defaults. */

@@ -25,6 +25,8 @@ export interface ShardRow {
   orphan_reason: string | null;
   break_reason: string | null;
   parent_trace: number | null;
+  /** A sub-agent's spawning tool call in the parent trace. */
+  parent_tool_call_id: string | null;
   crossed_weight_update: boolean;
   capture_gaps: number;
   /** JSON text: `[{start, end, version_start, version_end}]`, offsets into response_ids. */
@@ -71,6 +73,7 @@ export function shardRows(results: readonly SessionResult[]): ShardRow[] {
         orphan_reason: t.orphan_reason,
         break_reason: t.break_reason,
         parent_trace: t.parent_trace,
+        parent_tool_call_id: t.parent_tool_call_id,
         crossed_weight_update: t.crossed_weight_update,
         capture_gaps: t.capture_gaps,
         version_spans: canonicalJson(t.version_spans),

@@ -46,6 +46,8 @@ export const Trace = z.object({
   break_reason: BreakReason.nullable().default(null),
   /** Index in the trajectory's traces of the chain this one broke away from. */
   parent_trace: z.number().int().nonnegative().nullable().default(null),
+  /** A sub-agent's spawning tool call in the parent trace (e.g. Claude Code's `Agent` tool_use id). */
+  parent_tool_call_id: z.string().nullable().default(null),
   /** First token position (in the parent's prompt + response) where this chain's prompt differs. */
   break_position: z.number().int().nonnegative().nullable().default(null),
   /** A few token ids around `break_position` in this chain's prompt, for viewers to decode. */

@@ -172,3 +172,29 @@ describe("planTurn", () => {
     expect(planTurn({ messages: [bad] }).content).toContain("polar-script line 1");
   });
 });
+
+describe("tool: steps (a named tool, e.g. a sub-agent spawn)", () => {
+  const agentTool = { type: "function", function: { name: "Agent", parameters: {} } };
+  const script = (line: string) => scriptMessage([line, "say: Done."]);
+
+  it("calls the named tool with the JSON arguments, backticks written as \\u0060", () => {
+    const line =
+      'tool: Agent {"prompt": "\\u0060\\u0060\\u0060polar-script\\nsay: sub\\n\\u0060\\u0060\\u0060"}';
+    const planned = planTurn({ messages: [{ role: "user", content: script(line) }], tools: [agentTool] });
+    expect(planned.toolCalls).toEqual([
+      { name: "Agent", arguments: { prompt: "```polar-script\nsay: sub\n```" } },
+    ]);
+    // The sub-agent's own script is found in its first user message.
+    expect(findScriptBlock(planned.toolCalls[0].arguments.prompt as string)).toBe("say: sub");
+  });
+
+  it("says why when the tool is not offered or the arguments are not a JSON object", () => {
+    const missing = planTurn({
+      messages: [{ role: "user", content: script('tool: Agent {"prompt": "x"}') }],
+    });
+    expect(missing.toolCalls).toEqual([]);
+    expect(missing.content).toMatch(/calls the tool Agent but the request offers no tools/);
+    const bad = parseScript("tool: Agent [1, 2]");
+    expect(bad.ok).toBe(false);
+  });
+});

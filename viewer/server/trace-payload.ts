@@ -17,6 +17,8 @@ const BREAK_CONTEXT = 12;
 export interface BreakView {
   reason: string | null;
   parent_trace: number | null;
+  /** A sub-agent's spawning tool call in the parent trace. */
+  parent_tool_call_id: string | null;
   /** First prompt token that differs from the parent chain's tokens. */
   position: number | null;
   /** The tokens both sides share just before `position`, decoded. */
@@ -104,6 +106,7 @@ function breakView(
   const view: BreakView = {
     reason: extras.break_reason ?? null,
     parent_trace: parentIndex,
+    parent_tool_call_id: extras.parent_tool_call_id ?? null,
     position: extras.break_position ?? null,
     common: [],
     parent_side: null,

@@ -151,6 +151,7 @@ function BreakPanel({ b, base }) {
   return html`<section class="break-panel" data-testid="break-panel">
     <p><b>Chain break</b>: <span class="badge break" data-testid="break-reason">${b.reason ?? "unknown"}</span>
       ${b.parent_trace != null && html` · continues from <a href=${base + b.parent_trace}>trace ${b.parent_trace}</a>`}
+      ${b.parent_tool_call_id && html` · spawned by tool call <code data-testid="parent-tool-call">${b.parent_tool_call_id}</code>`}
       ${b.position != null && html` · first differing prompt token at ${num(b.position)}`}</p>
     ${
       b.parent_side &&

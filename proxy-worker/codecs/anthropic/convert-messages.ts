@@ -7,6 +7,7 @@ import type {
   AnthropicMessage,
   AnthropicToolResult,
 } from "./request-schema.ts";
+import { systemText } from "./system-prompt.ts";
 import { fromToolUseId } from "./tool-use-id.ts";
 
 /** Prefix for a tool result the client flagged `is_error`: chat has no such flag, the model must see it. */
@@ -109,12 +110,16 @@ function convertAssistantTurn(content: AnthropicMessage["content"]): ChatMessage
   return [message];
 }
 
-/** History in order; `role:"system"` items were already merged into the system prompt. */
+/** History in order; `role:"system"` items stay in place as system messages (system-prompt.ts says why). */
 export function convertMessages(messages: AnthropicMessage[]): ChatMessage[] {
   const out: ChatMessage[] = [];
   for (const message of messages) {
     if (message.role === "user") out.push(...convertUserTurn(message.content));
     else if (message.role === "assistant") out.push(...convertAssistantTurn(message.content));
+    else {
+      const text = systemText(message.content);
+      if (text !== undefined) out.push({ role: "system", content: text });
+    }
   }
   return out;
 }

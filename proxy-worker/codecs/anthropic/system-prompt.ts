@@ -26,16 +26,23 @@ function blockTexts(content: AnthropicRequest["system"] | AnthropicMessage["cont
   return texts;
 }
 
+/** Text blocks without the billing header, joined with a blank line (Claude Code's own section separator). */
+export function systemText(
+  content: AnthropicRequest["system"] | AnthropicMessage["content"],
+): string | undefined {
+  const kept = blockTexts(content)
+    .map(stripBillingHeader)
+    .filter((text) => text.trim().length > 0);
+  return kept.length > 0 ? kept.join("\n\n") : undefined;
+}
+
 /**
- * One system prompt from the top-level `system` and the `role:"system"` items Claude Code
- * (>= 2.1.154) puts inside `messages`, in that order. Blocks are joined with a blank line, the
- * separator Claude Code itself uses between its prompt sections.
+ * The top-level `system` as one system prompt. The `role:"system"` items Claude Code (>= 2.1.154)
+ * puts inside `messages` stay where they are (convert-messages.ts): it adds them as a conversation
+ * goes on (a sub-agent gets one after its first tool result), and merging them into the system
+ * prompt would change the first tokens of the next prompt, so the turn before could not be extended
+ * (a `history_rewrite` chain break, and that turn's sample taken for unused).
  */
 export function collectSystemPrompt(request: AnthropicRequest): string | undefined {
-  const texts = [...blockTexts(request.system)];
-  for (const message of request.messages) {
-    if (message.role === "system") texts.push(...blockTexts(message.content));
-  }
-  const kept = texts.map(stripBillingHeader).filter((text) => text.trim().length > 0);
-  return kept.length > 0 ? kept.join("\n\n") : undefined;
+  return systemText(request.system);
 }

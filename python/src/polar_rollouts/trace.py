@@ -55,6 +55,8 @@ class Trace:
     orphan_reason: str | None = None
     break_reason: str | None = None
     parent_trace: int | None = None
+    # A sub-agent's spawning tool call in the parent trace (e.g. Claude Code's Agent tool_use id).
+    parent_tool_call_id: str | None = None
     crossed_weight_update: bool = False
     capture_gaps: int = 0
     version_spans: list[VersionSpan] = field(default_factory=list)
@@ -133,6 +135,7 @@ def _faithfulness_fields(row: Mapping[str, Any]) -> dict[str, Any]:
         "orphan_reason": row.get("orphan_reason"),
         "break_reason": row.get("break_reason"),
         "parent_trace": None if parent is None else int(parent),
+        "parent_tool_call_id": row.get("parent_tool_call_id"),
         "crossed_weight_update": bool(row.get("crossed_weight_update") or False),
         "capture_gaps": int(row.get("capture_gaps") or 0),
         "version_spans": [

@@ -1,0 +1,146 @@
+import type { CaptureRecord } from "../../shared/schemas/capture.ts";
+import type { BuiltChain } from "./chains.ts";
+
+/**
+ * Tools whose call starts a sub-agent, and the argument that becomes the sub-agent's first user
+ * message: Claude Code's `Agent` (called `Task` before 2.1), OpenCode's `task`. A harness whose
+ * sub-agents are spawned otherwise is still split into chains (`sub_agent` breaks), only without the
+ * parent's tool call id.
+ */
+export const SPAWNING_TOOLS: Readonly<Record<string, string>> = {
+  Agent: "prompt",
+  Task: "prompt",
+  task: "prompt",
+};
+
+/** A spawning tool call the policy sampled. */
+interface SpawnCall {
+  chain: BuiltChain;
+  /** The capture whose answer holds the call. */
+  captureId: string;
+  /** The id the harness knows the call by (its history and tool result), else the engine's. */
+  id: string;
+  prompt: string;
+}
+
+/**
+ * Links each chain whose first user message carries the prompt of an earlier spawning tool call to
+ * the chain that made the call: its break becomes `sub_agent`, its parent that chain, and
+ * `toolCallId` the call's id, so a session's traces form a tree. The latest such call before the
+ * chain's first capture wins (a harness spawns a sub-agent right after sampling the call).
+ */
+export function linkSubAgents(chains: readonly BuiltChain[]): void {
+  const calls: SpawnCall[] = [];
+  const historyIds = clientCallIds(chains);
+  for (const chain of chains) {
+    for (const turn of chain.turns) {
+      for (const call of spawningCalls(turn.capture)) {
+        const id = historyIds.get(callKey(call.name, call.prompt)) ?? call.id;
+        calls.push({ chain, captureId: turn.capture.capture_id, id, prompt: call.prompt });
+      }
+    }
+  }
+  if (calls.length === 0) return;
+  calls.sort((a, b) => (a.captureId < b.captureId ? -1 : a.captureId > b.captureId ? 1 : 0));
+  for (const chain of chains) {
+    // A chain that goes on from another of its own conversation (a sub-agent's retry, drift) keeps its parent.
+    if (chain.brk !== null && chain.brk.reason !== "sub_agent" && chain.brk.reason !== "unknown") continue;
+    const first = chain.turns[0].capture;
+    const text = firstUserText(first);
+    if (text === null) continue;
+    let found: SpawnCall | null = null;
+    for (const call of calls) {
+      if (call.captureId >= first.capture_id) break;
+      if (call.chain !== chain && text.includes(call.prompt)) found = call;
+    }
+    if (found === null) continue;
+    chain.brk = {
+      reason: "sub_agent",
+      parent: found.chain,
+      position: chain.brk?.position ?? 0,
+      context: chain.brk?.context ?? first.prompt_token_ids?.slice(0, 8) ?? [],
+      toolCallId: found.id,
+    };
+  }
+}
+
+interface SampledSpawn {
+  name: string;
+  id: string;
+  prompt: string;
+}
+
+/** Spawning calls in a capture's answer (`choices[0].message.tool_calls` of the engine's reply). */
+function spawningCalls(capture: CaptureRecord): SampledSpawn[] {
+  const choices = (capture.response as { choices?: unknown } | null)?.choices;
+  if (!Array.isArray(choices) || choices.length === 0) return [];
+  const toolCalls = (choices[0] as { message?: { tool_calls?: unknown } } | null)?.message?.tool_calls;
+  if (!Array.isArray(toolCalls)) return [];
+  const out: SampledSpawn[] = [];
+  for (const call of toolCalls) {
+    const spawn = asSpawn(call);
+    if (spawn) out.push(spawn);
+  }
+  return out;
+}
+
+/** A Chat Completions tool call that spawns a sub-agent with a non-empty prompt, or null. */
+function asSpawn(call: unknown): SampledSpawn | null {
+  const c = call as { id?: unknown; function?: { name?: unknown; arguments?: unknown } } | null;
+  const name = c?.function?.name;
+  if (typeof name !== "string" || !(name in SPAWNING_TOOLS)) return null;
+  let args: unknown = c?.function?.arguments;
+  if (typeof args === "string") {
+    try {
+      args = JSON.parse(args);
+    } catch {
+      return null;
+    }
+  }
+  const prompt = (args as Record<string, unknown> | null)?.[SPAWNING_TOOLS[name]];
+  if (typeof prompt !== "string" || prompt.trim() === "") return null;
+  return { name, id: typeof c?.id === "string" ? c.id : "", prompt: prompt.trim() };
+}
+
+const callKey = (name: string, prompt: string) => `${name}\u0000${prompt}`;
+
+/**
+ * The ids harnesses gave spawning calls in later requests' history (the provider's own id, e.g. an
+ * Anthropic `tool_use` id, which the engine's reply did not carry), by tool name and prompt.
+ */
+function clientCallIds(chains: readonly BuiltChain[]): Map<string, string> {
+  const ids = new Map<string, string>();
+  for (const chain of chains) {
+    for (const turn of chain.turns) {
+      const messages = (turn.capture.chat_request as { messages?: unknown } | null)?.messages;
+      if (!Array.isArray(messages)) continue;
+      for (const m of messages) {
+        const calls = (m as { role?: unknown; tool_calls?: unknown } | null)?.tool_calls;
+        if ((m as { role?: unknown }).role !== "assistant" || !Array.isArray(calls)) continue;
+        for (const call of calls) {
+          const spawn = asSpawn(call);
+          if (spawn && spawn.id !== "") ids.set(callKey(spawn.name, spawn.prompt), spawn.id);
+        }
+      }
+    }
+  }
+  return ids;
+}
+
+/** The text of the first user message of a capture's normalized request. */
+function firstUserText(capture: CaptureRecord): string | null {
+  const messages = (capture.chat_request as { messages?: unknown } | null)?.messages;
+  if (!Array.isArray(messages)) return null;
+  for (const m of messages) {
+    const msg = m as { role?: unknown; content?: unknown } | null;
+    if (msg?.role !== "user") continue;
+    if (typeof msg.content === "string") return msg.content;
+    if (Array.isArray(msg.content)) {
+      return msg.content
+        .map((p) => (typeof (p as { text?: unknown })?.text === "string" ? (p as { text: string }).text : ""))
+        .join("\n");
+    }
+    return null;
+  }
+  return null;
+}
