@@ -315,3 +315,76 @@ describe("frames are written together within the flush interval", () => {
     expect(held.reads).toBeLessThanOrEqual(3);
   });
 });
+
+describe("the AI SDK (OpenCode's provider) reads a live stream as it reads a synthesized one", () => {
+  const tools = {
+    shell: {
+      type: "function" as const,
+      name: "shell",
+      inputSchema: { type: "object", properties: { command: { type: "string" } }, required: ["command"] },
+    },
+  };
+
+  async function run(mode: "live" | "synthesize", script: string[]) {
+    const { createOpenAICompatible } = await import("@ai-sdk/openai-compatible");
+    const store = new MemoryStore();
+    const proxy = await startProxy({ upstream: policy.url, store, streamMode: mode, log: () => {} });
+    try {
+      const session = `${TASK}-aisdk-${mode}-${script.length}`;
+      const model = createOpenAICompatible({
+        name: "polar",
+        baseURL: `${proxy.url}/v1`,
+        apiKey: session,
+        includeUsage: true,
+      }).chatModel("polar-policy");
+      const { stream } = await model.doStream({
+        prompt: [{ role: "user", content: [{ type: "text", text: scriptMessage(script) }] }],
+        tools: [tools.shell],
+      });
+      // biome-ignore lint/suspicious/noExplicitAny: the stream parts are a union the test walks
+      const parts: any[] = [];
+      const reader = stream.getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        parts.push(value);
+      }
+      const [cap] = await readCaptures(store, LOCAL_TASK_ID, session);
+      return { parts, cap };
+    } finally {
+      await proxy.close();
+    }
+  }
+
+  for (const script of [["think: a plan", "say: Hello there."], ["shell: ls -la"]]) {
+    it(`${script.join(" / ")}: same parts, same capture`, async () => {
+      const live = await run("live", script);
+      const synth = await run("synthesize", script);
+      for (const r of [live, synth]) expect(r.parts.filter((p) => p.type === "error")).toEqual([]);
+      const view = (parts: typeof live.parts) => ({
+        text: parts
+          .filter((p) => p.type === "text-delta")
+          .map((p) => p.delta)
+          .join(""),
+        reasoning: parts
+          .filter((p) => p.type === "reasoning-delta")
+          .map((p) => p.delta)
+          .join(""),
+        calls: parts.filter((p) => p.type === "tool-call").map((p) => [p.toolName, p.input]),
+        finish: parts.find((p) => p.type === "finish")?.finishReason.unified,
+        usage: parts.find((p) => p.type === "finish")?.usage.outputTokens.total,
+      });
+      expect(view(live.parts)).toEqual(view(synth.parts));
+      expect(view(live.parts).finish).toBe(script[0].startsWith("shell") ? "tool-calls" : "stop");
+      expect(JSON.stringify(view(live.parts))).toMatch(/Hello there\.|ls -la/);
+      expect(live.cap.stream_status).toBe("complete");
+      for (const k of [
+        "prompt_token_ids",
+        "response_token_ids",
+        "response_logprobs",
+        "finish_reason",
+      ] as const)
+        expect(live.cap[k], k).toEqual(synth.cap[k]);
+    });
+  }
+});
