@@ -70,10 +70,11 @@ function resolve(deps: ProxyDeps): Gateway {
   const pv = deps.policyVersion;
   const policyVersion: PolicyVersionSource =
     pv && typeof pv === "object" ? pv : memoryPolicyVersion(typeof pv === "string" ? pv : null);
+  const replicas = withUpstreamLog(deps.replicas ?? new ReplicaSet([deps.upstream], {}, deps.clock), log);
   return {
     store: deps.store,
     upstream: { ...deps.upstream, log: deps.upstream.log ?? log },
-    replicas: withUpstreamLog(deps.replicas ?? new ReplicaSet([deps.upstream], {}, deps.clock), log),
+    replicas,
     engine,
     logprobsMode: deps.logprobsMode ?? engine.defaultLogprobsMode,
     streamMode: resolveStreamMode(
@@ -98,7 +99,8 @@ function resolve(deps: ProxyDeps): Gateway {
       cache: new SessionCaptureCache(),
       completions: deps.titoCompletions ?? null,
     },
-    models: new ModelCatalog(deps.upstream),
+    // The model list and context length come from a healthy replica, not always the first one.
+    models: new ModelCatalog(() => replicas.healthy()[0]?.upstream ?? deps.upstream),
   };
 }
 

@@ -10,15 +10,16 @@ export { modelsOf } from "./codecs/common/upstream-model.ts";
 const RETRY_AFTER_FAILURE_MS = 60_000;
 
 export class ModelCatalog {
-  private readonly upstream: Upstream;
+  private readonly upstream: () => Upstream;
   private maxLen: number | undefined;
   private known = false;
   private pending: Promise<void> | null = null;
   /** After a failed lookup, requests go on without a clamp until then instead of each paying a round trip. */
   private retryAt = 0;
 
-  constructor(upstream: Upstream) {
-    this.upstream = upstream;
+  /** `upstream` names the server to ask at each lookup (with replicas: a healthy one). */
+  constructor(upstream: Upstream | (() => Upstream)) {
+    this.upstream = typeof upstream === "function" ? upstream : () => upstream;
   }
 
   /** The cached value, without any upstream call. */
@@ -46,6 +47,6 @@ export class ModelCatalog {
   }
 
   list(): Promise<UpstreamResult> {
-    return getJson(this.upstream, "/v1/models");
+    return getJson(this.upstream(), "/v1/models");
   }
 }

@@ -199,3 +199,38 @@ describe("back-pressure", () => {
     });
   }
 });
+
+describe("the model list with the first replica down", () => {
+  it("comes from a healthy replica once the probes have drained the dead one", async () => {
+    const live = await startPolicy();
+    const dead = await startPolicy();
+    const deadUrl = dead.url;
+    await dead.close();
+    const proxy = await startNodeProxy({
+      upstreamUrl: deadUrl,
+      upstreamUrls: [live.url],
+      routing: { policy: "affinity", probeIntervalMs: 50 },
+      store: new MemoryStore(),
+      port: 0,
+      signingKey: KEY,
+      log: () => {},
+    });
+    try {
+      const t = await token("models", "s-models");
+      let status = 0;
+      let body = "";
+      // The probes notice the dead first replica within a few intervals.
+      for (let i = 0; i < 40 && status !== 200; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        const res = await fetch(`${proxy.url}/v1/models`, { headers: { authorization: `Bearer ${t}` } });
+        status = res.status;
+        body = await res.text();
+      }
+      expect(status, body).toBe(200);
+      expect(JSON.parse(body).data.length).toBeGreaterThan(0);
+    } finally {
+      await proxy.close();
+      await live.close();
+    }
+  });
+});
