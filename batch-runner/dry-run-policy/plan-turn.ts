@@ -2,7 +2,7 @@
  * What the dry-run policy "decides" for one request: the script in the first user message,
  * stepped by the number of assistant messages already in the conversation.
  */
-import { findScriptBlock, parseScript, scriptTurns } from "./script.ts";
+import { findScriptBlock, parseScript, scriptFrom, scriptTurns } from "./script.ts";
 import {
   findShellTool,
   type OfferedTool,
@@ -46,6 +46,7 @@ export function planTurn(input: PlanInput): PlannedTurn {
 
   const turns = scriptTurns(parsed.steps);
   const index = input.messages.filter((m) => m.role === "assistant").length;
+  if (asksForSummary(input.messages)) return { content: summaryOf(parsed.steps, index), toolCalls: [] };
   const turn = turns[index];
   if (!turn) return { content: SCRIPT_DONE_TEXT, toolCalls: [] };
 
@@ -77,4 +78,26 @@ export function planTurn(input: PlanInput): PlannedTurn {
     }
   }
   return planned;
+}
+
+/**
+ * A harness compacting its history asks for a summary in its last user message (Claude Code:
+ * "Your task is to create a detailed summary of the conversation so far"). A real model would
+ * answer in text; the policy's summary carries the steps not yet taken, so the conversation that
+ * starts from it goes on with the script.
+ */
+const SUMMARY_REQUESTS = [/create a detailed summary of the conversation so far/i];
+
+function asksForSummary(messages: readonly OpenAIChatMessageLike[]): boolean {
+  const last = [...messages].reverse().find((m) => m.role === "user");
+  if (!last) return false;
+  const text = contentText(last.content);
+  return SUMMARY_REQUESTS.some((r) => r.test(text));
+}
+
+function summaryOf(steps: Parameters<typeof scriptFrom>[0], index: number): string {
+  const rest = scriptFrom(steps, index);
+  const task =
+    rest === "" ? "Nothing is left to do." : `The steps left:\n\n\`\`\`polar-script\n${rest}\n\`\`\``;
+  return `<analysis>The conversation follows a polar-script; ${index} of its turns are done.</analysis>\n<summary>\n${task}\n</summary>`;
 }

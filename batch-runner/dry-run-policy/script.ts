@@ -106,3 +106,23 @@ export function scriptTurns(steps: readonly ScriptStep[]): ScriptTurn[] {
   if (thoughts.length > 0) turns.push({ reasoning: thoughts.join("\n"), action: { kind: "none" } });
   return turns;
 }
+
+/**
+ * The script from turn `index` on, as a polar-script body: what the policy writes into a summary
+ * when a harness compacts its history, so the conversation that starts from the summary goes on
+ * with the steps not yet taken.
+ */
+export function scriptFrom(steps: readonly ScriptStep[], index: number): string {
+  const lines: string[] = [];
+  let turn = 0;
+  let pending: ScriptStep[] = [];
+  for (const step of steps) {
+    pending.push(step);
+    if (step.kind === "think") continue;
+    if (turn >= index) for (const p of pending) lines.push(`${p.kind}: ${p.text.replaceAll("\n", "\n  ")}`);
+    pending = [];
+    turn++;
+  }
+  if (turn >= index) for (const p of pending) lines.push(`${p.kind}: ${p.text.replaceAll("\n", "\n  ")}`);
+  return lines.join("\n");
+}

@@ -6,6 +6,7 @@ import { assignGaps } from "./capture-gaps.ts";
 import { explainBreaks } from "./chain-breaks.ts";
 import { chainToTrace } from "./chain-trace.ts";
 import type { BuiltChain, PromptIndex } from "./chains.ts";
+import { linkCompactions } from "./compacted-from.ts";
 import { tagOrphans } from "./orphans.ts";
 import { linkSubAgents } from "./spawned-by.ts";
 import type { UsableCaptures } from "./usable-captures.ts";
@@ -38,7 +39,10 @@ export function finishChains(found: readonly BuiltChain[], input: FinishInput): 
     compare(a.turns[0].capture.capture_id, b.turns[0].capture.capture_id),
   );
   const prefixBreaks = input.explainBreaks ? explainBreaks(chains, input.index) : 0;
-  if (input.explainBreaks) linkSubAgents(chains);
+  if (input.explainBreaks) {
+    linkSubAgents(chains);
+    linkCompactions(chains);
+  }
   tagOrphans(chains, input.index, input.captures);
   assignGaps(chains, usable.gaps);
 

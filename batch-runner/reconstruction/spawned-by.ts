@@ -128,7 +128,7 @@ function clientCallIds(chains: readonly BuiltChain[]): Map<string, string> {
 }
 
 /** The text of the first user message of a capture's normalized request. */
-function firstUserText(capture: CaptureRecord): string | null {
+export function firstUserText(capture: CaptureRecord): string | null {
   const messages = (capture.chat_request as { messages?: unknown } | null)?.messages;
   if (!Array.isArray(messages)) return null;
   for (const m of messages) {

@@ -198,3 +198,32 @@ describe("tool: steps (a named tool, e.g. a sub-agent spawn)", () => {
     expect(bad.ok).toBe(false);
   });
 });
+
+describe("summary requests (a harness compacting its history)", () => {
+  it("answers with the steps not yet taken, so the conversation can go on from the summary", () => {
+    const messages = [
+      {
+        role: "user",
+        content: scriptMessage([
+          "shell: echo hi > hello.txt",
+          "think: check it",
+          "shell: cat hello.txt",
+          "say: Done.",
+        ]),
+      },
+      { role: "assistant", content: null, tool_calls: [] },
+      { role: "user", content: "Your task is to create a detailed summary of the conversation so far." },
+    ];
+    const planned = planTurn({ messages, tools: [{ type: "function", function: { name: "bash" } }] });
+    expect(planned.toolCalls).toEqual([]);
+    expect(planned.content).toMatch(/<summary>[\s\S]*<\/summary>/);
+    // The summary's script starts at the second turn (its thought included) and is itself followable.
+    const body = findScriptBlock(planned.content);
+    expect(body).toBe("think: check it\nshell: cat hello.txt\nsay: Done.");
+    const next = planTurn({
+      messages: [{ role: "user", content: planned.content }],
+      tools: [{ type: "function", function: { name: "bash" } }],
+    });
+    expect(next.toolCalls[0]).toMatchObject({ name: "bash", arguments: { command: "cat hello.txt" } });
+  });
+});

@@ -1,0 +1,94 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { installHarness } from "../../batch-runner/harness/install.ts";
+import { CLI_PRESETS } from "../../batch-runner/harness/registry.ts";
+import { loadCaptures } from "../../batch-runner/reconstruction/load-captures.ts";
+import { keys } from "../../shared/keys.ts";
+import { DirectoryStore } from "../../shared/node/directory-store.ts";
+import type { CaptureRecord } from "../../shared/schemas/capture.ts";
+import type { SessionResult } from "../../shared/schemas/trajectory.ts";
+import { POLAR, readSessionResult, runProcess, scriptedTask } from "./polar-run-process.ts";
+
+/*
+ * Compaction with the real Claude Code: a low auto-compaction threshold makes it summarize the
+ * scripted conversation after the first tool result; the dry-run policy answers the summary request
+ * with the steps left, and the conversation goes on from the summary. The chain that starts from the
+ * summary must be a `compaction` break linked to the conversation it summarized.
+ */
+const TASK = "e2e-claude-code-compaction";
+
+describe("claude_code: auto-compaction", () => {
+  let dir: string;
+  let run: { code: number | null; output: string };
+  let result: SessionResult;
+  let captures: CaptureRecord[];
+  let resultFile: string;
+
+  beforeAll(async () => {
+    await installHarness(CLI_PRESETS.claude_code, { log: (line) => console.log(`[claude_code] ${line}`) });
+    dir = await mkdtemp(join(tmpdir(), "harness-e2e-compaction-"));
+    const task = scriptedTask("claude_code", TASK) as { agent: Record<string, unknown> };
+    // Its system prompt alone is ~11.5k tokens: a 20k window at 10% compacts after the first tool result.
+    task.agent.env = { CLAUDE_CODE_AUTO_COMPACT_WINDOW: "20000", CLAUDE_AUTOCOMPACT_PCT_OVERRIDE: "10" };
+    const tasksFile = join(dir, "tasks.jsonl");
+    await writeFile(tasksFile, `${JSON.stringify(task)}\n`);
+    run = await runProcess([process.execPath, POLAR, "run", tasksFile, "--out", join(dir, "out")], 150_000);
+    const storeDir = join(dir, "out", "store");
+    result = await readSessionResult(storeDir, TASK, run.output);
+    captures = (await loadCaptures(new DirectoryStore(storeDir), TASK, result.session_id)).captures;
+    resultFile = join(storeDir, keys.result(TASK, result.session_id));
+  }, 300_000);
+
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it("summarizes, goes on from the summary and finishes the task", () => {
+    expect(run.code, run.output).toBe(0);
+    expect(result.status, result.error ?? "").toBe("COMPLETED");
+    expect(result.agent?.final_answer).toBe("Done.");
+    expect(result.evaluation?.metadata).toMatchObject({ file: "hello.txt", content: "hi\n" });
+    const summaries = captures.filter((c) => JSON.stringify(c.response).includes("<summary>"));
+    expect(summaries.length).toBeGreaterThan(0);
+  });
+
+  it("links the chain that starts from the summary to the one it summarized", () => {
+    const traces = result.trajectory.traces;
+    const summary = JSON.stringify(
+      traces.map((t) => ({
+        captures: t.capture_ids,
+        brk: t.break_reason,
+        parent: t.parent_trace,
+        orphan: t.orphan,
+      })),
+    );
+    const compacted = traces.filter((t) => t.break_reason === "compaction");
+    expect(compacted, summary).toHaveLength(1);
+    const parent = traces[compacted[0].parent_trace as number];
+    expect(parent, summary).toBeDefined();
+    // The summarized conversation holds the session's first call.
+    const firstCall = [...captures].sort((a, b) => (a.capture_id < b.capture_id ? -1 : 1))[0];
+    expect(parent.capture_ids).toContain(firstCall.capture_id);
+    // The summary was used (it became the new history), so it is no orphan; every mask-1 token was sampled.
+    const byId = new Map(captures.map((c) => [c.capture_id, c]));
+    for (const trace of traces) {
+      const used = trace.capture_ids.some((id) =>
+        JSON.stringify(byId.get(id)?.response).includes("<summary>"),
+      );
+      if (used) expect(trace.orphan, summary).toBe(false);
+      if (trace.orphan) continue;
+      const trainable = trace.response_ids.filter((_, i) => trace.loss_mask[i] === 1);
+      const sampled = trace.capture_ids.flatMap((id) => byId.get(id)?.response_token_ids ?? []);
+      expect(trainable).toEqual(sampled);
+    }
+  });
+
+  it("polar inspect shows the compaction in the lineage", async () => {
+    const inspect = await runProcess([process.execPath, POLAR, "inspect", resultFile, "--no-text"], 60_000);
+    expect(inspect.code, inspect.output).toBe(0);
+    expect(inspect.output).toContain(`lineage of session ${result.session_id}:`);
+    expect(inspect.output).toMatch(/\n {6,}trace \d+ {2}compaction/);
+  });
+});
