@@ -2,7 +2,7 @@
  * Finds the shell-like tool a request offers and fills its arguments with a command, so one
  * script drives every harness: Claude Code `Bash {command}`, Codex `exec_command {cmd}` or
  * `shell {command: string[]}`, Gemini CLI / Qwen Code `run_shell_command {command}`,
- * OpenCode and Pi `bash {command}`.
+ * OpenCode and Pi `bash {command}`, OpenClaw `exec {command}`.
  */
 
 export interface OfferedTool {
@@ -20,6 +20,7 @@ export const SHELL_TOOL_NAMES = [
   "run_command",
   "execute_command",
   "terminal",
+  "exec",
 ] as const;
 
 /** Property names that hold the command when a tool declares several required properties. */

@@ -185,3 +185,19 @@ export function parsePiJsonl(stdout: string, exitCode: number | null): HarnessOu
   const ok = end !== undefined && last.stopReason !== "error" && last.stopReason !== "aborted";
   return { finalAnswer: text || null, success: ok && exitCode === 0 };
 }
+
+// --- OpenClaw (`openclaw agent exec --json`) ---
+
+const OpenclawEnvelope = z.looseObject({
+  ok: z.boolean(),
+  status: z.string().optional(),
+  final: z.string().nullable().optional(),
+});
+
+/** OpenClaw prints one JSON envelope `{ok, status, final, payloads, usage, ...}` at the end. */
+export function parseOpenclawJson(stdout: string, exitCode: number | null): HarnessOutcome {
+  const parsed = OpenclawEnvelope.safeParse(lastJsonDocument(stdout));
+  if (!parsed.success) return failed;
+  const ok = parsed.data.ok && (parsed.data.status ?? "ok") === "ok";
+  return { finalAnswer: parsed.data.final ?? null, success: ok && exitCode === 0 };
+}

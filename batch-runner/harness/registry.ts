@@ -4,6 +4,7 @@ import { codex } from "./codex.ts";
 import { geminiCli } from "./gemini-cli.ts";
 import { hermes } from "./hermes.ts";
 import { miniSweAgent } from "./mini-swe-agent.ts";
+import { openclaw } from "./openclaw.ts";
 import { opencode } from "./opencode.ts";
 import { openhandsSdk } from "./openhands-sdk.ts";
 import { pi } from "./pi.ts";
@@ -24,6 +25,7 @@ export const CLI_PRESETS = {
   mini_swe_agent: miniSweAgent,
   hermes,
   openhands_sdk: openhandsSdk,
+  openclaw,
 } as const satisfies Record<Exclude<HarnessName, "shell">, HarnessPreset>;
 
 export type CliHarnessName = keyof typeof CLI_PRESETS;

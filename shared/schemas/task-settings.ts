@@ -51,6 +51,7 @@ export const HARNESS_SETTINGS = {
   mini_swe_agent: CliSettings,
   hermes: CliSettings,
   openhands_sdk: CliSettings,
+  openclaw: CliSettings,
   shell: ShellSettings,
 } as const satisfies Record<(typeof HARNESSES)[number], z.ZodType>;
 

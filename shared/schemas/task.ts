@@ -13,6 +13,7 @@ export const HARNESSES = [
   "mini_swe_agent",
   "hermes",
   "openhands_sdk",
+  "openclaw",
   "shell",
 ] as const;
 export const Harness = z.enum(HARNESSES);

@@ -20,6 +20,7 @@ const SHELL_TOOL: Record<CliHarnessName, string> = {
   mini_swe_agent: "bash",
   hermes: "terminal",
   openhands_sdk: "terminal",
+  openclaw: "exec",
 };
 
 /** The Python agents call litellm.completion without `stream`; every npm CLI streams. */
