@@ -204,27 +204,33 @@ async function stream(
     return reading;
   };
   // Frames not yet written: each write to the client costs a syscall and a pass through the HTTP
-  // stack, so frames made within `flushMs` of the last write go out together (docs/proxy.md).
+  // stack, and an engine sends a chunk per token, so frames made within `flushMs` of the last write
+  // wait for a timer and go out together (docs/proxy.md). Reading goes on meanwhile, so the end of
+  // the answer is never held: `end` writes whatever is pending at once.
   let pending: string[] = [];
   let lastFlush = Number.NEGATIVE_INFINITY;
-  let wake: (() => void) | null = null;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const send = (ctl: ReadableStreamDefaultController<Uint8Array>, frames: string[]) => {
+    clearTimeout(timer);
+    timer = undefined;
     for (const f of frames) pending.push(f);
     if (pending.length === 0) return;
     ctl.enqueue(utf8.encode(pending.join("")));
     pending = [];
     lastFlush = performance.now();
   };
-  /** Waits out the rest of the flush interval (cut short when the client leaves). */
-  const waitForFlush = async (): Promise<void> => {
-    const ms = lastFlush + flushMs - performance.now();
-    if (ms <= 0) return;
-    await new Promise<void>((resolve) => {
-      wake = resolve;
-      timer = setTimeout(resolve, ms);
-    });
-    wake = null;
+  /** Writes the pending frames now if the interval is over, else makes sure a timer will. */
+  const flushSoon = (ctl: ReadableStreamDefaultController<Uint8Array>): boolean => {
+    const wait = lastFlush + flushMs - performance.now();
+    if (wait <= 0) {
+      send(ctl, []);
+      return true;
+    }
+    timer ??= setTimeout(() => {
+      timer = undefined;
+      if (captured === "no" && !abort.signal.aborted) send(ctl, []);
+    }, wait);
+    return false;
   };
   const feed = (chunk: Record<string, unknown>): string[] => {
     const frames: string[] = [];
@@ -298,18 +304,14 @@ async function stream(
         if (chunk === null) return end(ctl);
         if ("error" in chunk && typeof chunk.error === "string") return breakOff(ctl, 502, chunk.error);
         for (const f of feed(chunk as Record<string, unknown>)) pending.push(f);
-        // Drain what the last read brought, then hold the frames until the interval is over: the
-        // engine's next chunks wait in the socket meanwhile and arrive in one read.
+        // Drain what the last read brought before deciding; a write ends this pull (back-pressure).
         if (pending.length === 0 || events.buffered) continue;
-        await waitForFlush();
-        if (abort.signal.aborted) return;
-        return send(ctl, []);
+        if (flushSoon(ctl)) return;
       }
     },
     async cancel() {
       abort.abort();
       clearTimeout(timer);
-      wake?.();
       release("ok");
       if (captured !== "no") return;
       captured = "storing";
