@@ -84,6 +84,14 @@ async function main(): Promise<void> {
       "",
       markdown,
     ].join("\n");
+    // Read again: the file may have been edited while the benchmark ran (a run takes minutes).
+    if (wanted.length) {
+      try {
+        doc = readFileSync(outFile, "utf8") || doc;
+      } catch {
+        // keep the copy read at the start
+      }
+    }
     doc = replaceSection(doc, bench.name, body);
     writeFileSync(outFile, `${doc.trimEnd()}\n`);
     console.log(body);

@@ -236,7 +236,7 @@ ${cpuRows.join("\n")}
 
 The engine sends one chunk per sampled token (${ANSWER_TOKENS} per call): reading them is a cost a
 synthesized stream never pays (it reads one JSON answer), and the pass-through row is that floor.
-Live mode writes to the client at most every 100 ms (\`DEFAULT_STREAM_FLUSH_MS\`), the first byte at once.
+Live mode writes to the client at most every 100 ms (\`DEFAULT_STREAM_FLUSH_MS\`), the first byte and the end at once.
 TTFB comes from a separate pass (${TTFB_CALLS} short calls per provider, one at a time): the upstream's own first
 byte, then the live proxy's, so neither waits behind the other's prefill in the single-threaded policy.`;
     return { markdown };

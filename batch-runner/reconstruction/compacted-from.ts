@@ -1,7 +1,7 @@
 import type { CaptureRecord } from "../../shared/schemas/capture.ts";
 import type { BuiltChain } from "./chains.ts";
 import { answerText } from "./request-shape.ts";
-import { firstUserText } from "./spawned-by.ts";
+import { breakFrom, firstUserText } from "./spawned-by.ts";
 
 /** Shorter answers could turn up in a user message by chance. */
 const MIN_SUMMARY_CHARS = 40;
@@ -39,7 +39,7 @@ export function linkCompactions(chains: readonly BuiltChain[]): void {
     const summarized =
       found.chain.turns.length === 1 && found.chain.brk !== null ? found.chain.brk.parent : found.chain;
     if (summarized === chain) continue;
-    chain.brk = { ...chain.brk, reason: "compaction", parent: summarized };
+    chain.brk = breakFrom(chain, summarized, "compaction");
   }
 }
 

@@ -1,5 +1,6 @@
 import type { CaptureRecord } from "../../shared/schemas/capture.ts";
-import type { BuiltChain } from "./chains.ts";
+import { type BuiltChain, breakContext, type ChainBreak } from "./chains.ts";
+import { commonPrefixFrom } from "./token-hash.ts";
 
 /**
  * Tools whose call starts a sub-agent, and the argument that becomes the sub-agent's first user
@@ -54,13 +55,7 @@ export function linkSubAgents(chains: readonly BuiltChain[]): void {
       if (call.chain !== chain && text.includes(call.prompt)) found = call;
     }
     if (found === null) continue;
-    chain.brk = {
-      reason: "sub_agent",
-      parent: found.chain,
-      position: chain.brk?.position ?? 0,
-      context: chain.brk?.context ?? first.prompt_token_ids?.slice(0, 8) ?? [],
-      toolCallId: found.id,
-    };
+    chain.brk = { ...breakFrom(chain, found.chain, "sub_agent"), toolCallId: found.id };
   }
 }
 
@@ -143,4 +138,19 @@ export function firstUserText(capture: CaptureRecord): string | null {
     return null;
   }
   return null;
+}
+
+/**
+ * A break of `chain` from `parent` with the position and context recomputed against that parent: its
+ * latest call before the chain's first one (prompt + response), as chain-breaks.ts does.
+ */
+export function breakFrom(chain: BuiltChain, parent: BuiltChain, reason: ChainBreak["reason"]): ChainBreak {
+  const first = chain.turns[0];
+  const id = first.capture.capture_id;
+  let before = parent.turns[0];
+  for (const t of parent.turns) {
+    if (t.capture.capture_id < id && t.capture.capture_id > before.capture.capture_id) before = t;
+  }
+  const position = commonPrefixFrom(first.prompt, before.prompt, before.response, 0);
+  return { reason, parent, position, context: breakContext(first.prompt, position) };
 }

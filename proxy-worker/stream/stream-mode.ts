@@ -27,6 +27,6 @@ export function resolveStreamMode(
  * in one write. Each write costs a syscall and a pass through the HTTP stack, and an engine sends one
  * chunk per sampled token, so writing every chunk costs several times the CPU of a synthesized
  * stream (BENCHMARKS.md, streaming); 100 ms keeps the stream visibly live (ten updates a second) and
- * the first byte is never held. 0 writes every chunk as it comes.
+ * neither the first byte nor the end of the answer waits for it. 0 writes every chunk as it comes.
  */
 export const DEFAULT_STREAM_FLUSH_MS = 100;

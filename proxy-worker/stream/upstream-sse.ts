@@ -37,12 +37,6 @@ export class SseEvents {
     return event;
   }
 
-  /** Stops reading (the body is cancelled, so the connection is freed). */
-  async cancel(): Promise<void> {
-    this.done = true;
-    await this.reader.cancel().catch(() => {});
-  }
-
   private take(text: string, done: boolean): void {
     const buffer = this.buffer + text;
     let start = 0;
@@ -68,15 +62,5 @@ export class SseEvents {
       this.buffer = "";
       this.reader.releaseLock();
     }
-  }
-}
-
-/** The events of `body` as an async generator (tests and simple readers). */
-export async function* sseData(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
-  const events = new SseEvents(body);
-  for (;;) {
-    const event = await events.next();
-    if (event === null) return;
-    yield event;
   }
 }

@@ -45,7 +45,8 @@ and logprobs to the store, and answered in the harness's own API shape.
                         engine's tokens as they are sampled; synthesize calls the engine without
                         streaming and sends the whole stream at the end (SGLang always does this)
   --stream-flush-ms N   live mode: frames made within N ms of the last write to the client go out in
-                        one write (default 100; the first byte is never held; 0 writes every chunk)
+                        one write (default 100; the first byte and the end are never held;
+                        0 writes every chunk)
   --store               capture store: a directory (default .polar/store) or s3://bucket/prefix
   --auth off            local development only: accept any key and use it as the session id
   --policy-version V    version stamped on captures when the engine reports none
