@@ -93,10 +93,14 @@ async function startProxy(upstream: string, mode: "live" | "synthesize", dir: st
   }).then((c) => Object.assign(c, { url: `http://127.0.0.1:${port}` }));
 }
 
-/** The floor: a bare forwarder (bench/support/pass-through.ts) piping the engine's stream chunk by chunk. */
-async function startPassThrough(upstream: string): Promise<Child & { url: string }> {
+/**
+ * The floors: a bare forwarder (bench/support/pass-through.ts) piping the engine's stream chunk by
+ * chunk, or with `discard` only reading it to its end.
+ */
+async function startPassThrough(upstream: string, discard = false): Promise<Child & { url: string }> {
   const port = await freePort();
-  const child = await startChild(node, [`${root}bench/support/pass-through.ts`, upstream, String(port)], {
+  const args = [`${root}bench/support/pass-through.ts`, upstream, String(port)];
+  const child = await startChild(node, discard ? [...args, "--discard"] : args, {
     ready: (line) => line.startsWith("listening"),
   });
   return Object.assign(child, { url: `http://127.0.0.1:${port}` });
@@ -143,14 +147,15 @@ const bench: Benchmark = {
       },
     };
     const passThrough = await startPassThrough(upstream);
+    const readOnly = await startPassThrough(upstream, true);
     const rows: string[] = [];
     const cpuRows: string[] = [];
-    const cpu = { live: 0, synthesize: 0, passThrough: 0 };
+    const cpu = { live: 0, synthesize: 0, passThrough: 0, readOnly: 0 };
     let calls = 0;
     try {
       for (const [provider, req] of Object.entries(REQUESTS)) {
         const timings = { upstream: [] as Timing[], live: [] as Timing[], synthesize: [] as Timing[] };
-        const providerCpu = { live: 0, synthesize: 0, passThrough: 0 };
+        const providerCpu = { live: 0, synthesize: 0, passThrough: 0, readOnly: 0 };
         // One unmeasured call per provider first: module loading and JIT warm-up are not per-call costs.
         for (let i = -1; i < CALLS; i++) {
           const token = await mintSessionToken(
@@ -161,6 +166,7 @@ const bench: Benchmark = {
             live: cpuMs(proxies.live.pid),
             synthesize: cpuMs(proxies.synthesize.pid),
             passThrough: cpuMs(passThrough.pid),
+            readOnly: cpuMs(readOnly.pid),
           };
           // All run side by side against the same paced policy, so they see the same pacing.
           const [up, live, synth] = await Promise.all([
@@ -168,11 +174,13 @@ const bench: Benchmark = {
             timedStream(`${proxies.live.url}${req.path}`, req.body, token),
             timedStream(`${proxies.synthesize.url}${req.path}`, req.body, token),
             timedStream(`${passThrough.url}/v1/chat/completions`, ENGINE_STREAM_BODY),
+            timedStream(`${readOnly.url}/v1/chat/completions`, ENGINE_STREAM_BODY),
           ]);
           if (i < 0) continue;
           providerCpu.live += cpuMs(proxies.live.pid) - before.live;
           providerCpu.synthesize += cpuMs(proxies.synthesize.pid) - before.synthesize;
           providerCpu.passThrough += cpuMs(passThrough.pid) - before.passThrough;
+          providerCpu.readOnly += cpuMs(readOnly.pid) - before.readOnly;
           timings.upstream.push(up);
           timings.live.push(live);
           timings.synthesize.push(synth);
@@ -193,26 +201,28 @@ const bench: Benchmark = {
           );
         }
         calls += CALLS;
-        for (const k of ["live", "synthesize", "passThrough"] as const) cpu[k] += providerCpu[k];
+        for (const k of ["live", "synthesize", "passThrough", "readOnly"] as const) cpu[k] += providerCpu[k];
         const m = (t: Timing[], k: keyof Timing) => fmt(median(t.map((x) => x[k])));
         rows.push(
           `| ${provider} | ${fmt(median(ttfb.upstream))} | ${fmt(median(ttfb.live))} | ${m(timings.synthesize, "ttfbMs")} | ${m(timings.upstream, "lastMs")} | ${m(timings.live, "lastMs")} | ${m(timings.synthesize, "lastMs")} |`,
         );
         const per = (k: keyof typeof providerCpu) => (providerCpu[k] / CALLS).toFixed(1);
         cpuRows.push(
-          `| ${provider} | ${per("live")} ms | ${per("synthesize")} ms | ${per("passThrough")} ms | ${(providerCpu.live / Math.max(providerCpu.synthesize, 0.001)).toFixed(2)} |`,
+          `| ${provider} | ${per("live")} ms | ${per("synthesize")} ms | ${per("passThrough")} ms | ${per("readOnly")} ms | ${(providerCpu.live / Math.max(providerCpu.synthesize, 0.001)).toFixed(2)} |`,
         );
       }
     } finally {
       await proxies.live.stop();
       await proxies.synthesize.stop();
       await passThrough.stop();
+      await readOnly.stop();
       await policy.stop();
     }
     const perCall = {
       live: cpu.live / calls,
       synthesize: cpu.synthesize / calls,
       passThrough: cpu.passThrough / calls,
+      readOnly: cpu.readOnly / calls,
     };
     const markdown = `## Streaming: live vs synthesized
 
@@ -227,15 +237,18 @@ ${1000 / TOKENS_PER_SECOND} ms.
 ${rows.join("\n")}
 
 Proxy CPU per call (user + system, from /proc, warm-up call excluded), beside a bare pass-through
-(bench/support/pass-through.ts) piping the same engine stream to a client chunk by chunk:
+(bench/support/pass-through.ts) piping the same engine stream to a client chunk by chunk, and the
+same forwarder with \`--discard\` only reading the engine stream to its end (read only):
 
-| provider | live | synthesize | pass-through | live / synthesize |
-| --- | --- | --- | --- | --- |
+| provider | live | synthesize | pass-through | read only | live / synthesize |
+| --- | --- | --- | --- | --- | --- |
 ${cpuRows.join("\n")}
-| all | ${perCall.live.toFixed(1)} ms | ${perCall.synthesize.toFixed(1)} ms | ${perCall.passThrough.toFixed(1)} ms | ${(perCall.live / Math.max(perCall.synthesize, 0.001)).toFixed(2)} |
+| all | ${perCall.live.toFixed(1)} ms | ${perCall.synthesize.toFixed(1)} ms | ${perCall.passThrough.toFixed(1)} ms | ${perCall.readOnly.toFixed(1)} ms | ${(perCall.live / Math.max(perCall.synthesize, 0.001)).toFixed(2)} |
 
 The engine sends one chunk per sampled token (${ANSWER_TOKENS} per call): reading them is a cost a
-synthesized stream never pays (it reads one JSON answer), and the pass-through row is that floor.
+synthesized stream never pays (it reads one JSON answer): the read-only column is that floor, with
+no parsing, no capture and no write to the client; \`live / synthesize\` cannot drop below
+\`read only / synthesize\` on this machine.
 Live mode writes to the client at most every 100 ms (\`DEFAULT_STREAM_FLUSH_MS\`), the first byte and the end at once.
 TTFB comes from a separate pass (${TTFB_CALLS} short calls per provider, one at a time): the upstream's own first
 byte, then the live proxy's, so neither waits behind the other's prefill in the single-threaded policy.`;
