@@ -31,21 +31,15 @@ export interface PlanInput {
 }
 
 export function planTurn(input: PlanInput): PlannedTurn {
-  // The first user message that holds a script: harnesses such as Codex send context (e.g.
-  // `<environment_context>`) as a user message before the task's instruction.
-  let body: string | undefined;
-  for (const m of input.messages) {
-    if (m.role !== "user") continue;
-    body = findScriptBlock(contentText(m.content));
-    if (body !== undefined) break;
-  }
-  if (body === undefined) return { content: NO_SCRIPT_TEXT, toolCalls: [] };
+  const found = findScript(input.messages);
+  if (found === null) return { content: NO_SCRIPT_TEXT, toolCalls: [] };
+  if (found.body === null) return { content: SCRIPT_DONE_TEXT, toolCalls: [] };
 
-  const parsed = parseScript(body);
+  const parsed = parseScript(found.body);
   if (!parsed.ok) return { content: parsed.error, toolCalls: [] };
 
   const turns = scriptTurns(parsed.steps);
-  const index = input.messages.filter((m) => m.role === "assistant").length;
+  const index = input.messages.slice(found.at).filter((m) => m.role === "assistant").length;
   if (asksForSummary(input.messages)) return { content: summaryOf(parsed.steps, index), toolCalls: [] };
   const turn = turns[index];
   if (!turn) return { content: SCRIPT_DONE_TEXT, toolCalls: [] };
@@ -81,12 +75,39 @@ export function planTurn(input: PlanInput): PlannedTurn {
 }
 
 /**
- * A harness compacting its history asks for a summary in its last user message (Claude Code:
- * "Your task is to create a detailed summary of the conversation so far"). A real model would
+ * Where the script is: the latest summary the policy wrote (a compacted history carries it in a
+ * user message, Codex after the task's own message) with the turns taken since, else the first
+ * user message that holds a script (harnesses such as Codex send context, e.g.
+ * `<environment_context>`, as a user message before the task's instruction) with every turn. A
+ * summary with nothing left has no script (`body` null). Null: no script anywhere.
+ */
+function findScript(messages: readonly OpenAIChatMessageLike[]): { body: string | null; at: number } | null {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    if (messages[i].role !== "user") continue;
+    const text = contentText(messages[i].content);
+    if (text.includes(SUMMARY_HEAD)) return { body: findScriptBlock(text) ?? null, at: i };
+  }
+  for (const [i, m] of messages.entries()) {
+    if (m.role !== "user") continue;
+    const body = findScriptBlock(contentText(m.content));
+    if (body !== undefined) return { body, at: i };
+  }
+  return null;
+}
+
+/**
+ * A harness compacting its history asks for a summary in its last user message. A real model would
  * answer in text; the policy's summary carries the steps not yet taken, so the conversation that
  * starts from it goes on with the script.
  */
-const SUMMARY_REQUESTS = [/create a detailed summary of the conversation so far/i];
+const SUMMARY_REQUESTS = [
+  // Claude Code: "Your task is to create a detailed summary of the conversation so far".
+  /create a detailed summary of the conversation so far/i,
+  // Codex (core/templates/compact/prompt.md).
+  /CONTEXT CHECKPOINT COMPACTION/,
+];
+/** How every summary the policy writes begins: the mark `findScript` looks for. */
+const SUMMARY_HEAD = "Summary of a polar-script conversation.";
 
 function asksForSummary(messages: readonly OpenAIChatMessageLike[]): boolean {
   const last = [...messages].reverse().find((m) => m.role === "user");
@@ -98,6 +119,8 @@ function asksForSummary(messages: readonly OpenAIChatMessageLike[]): boolean {
 function summaryOf(steps: Parameters<typeof scriptFrom>[0], index: number): string {
   const rest = scriptFrom(steps, index);
   const task =
-    rest === "" ? "Nothing is left to do." : `The steps left:\n\n\`\`\`polar-script\n${rest}\n\`\`\``;
+    rest === ""
+      ? `${SUMMARY_HEAD} Nothing is left to do.`
+      : `${SUMMARY_HEAD} The steps left:\n\n\`\`\`polar-script\n${rest}\n\`\`\``;
   return `<analysis>The conversation follows a polar-script; ${index} of its turns are done.</analysis>\n<summary>\n${task}\n</summary>`;
 }

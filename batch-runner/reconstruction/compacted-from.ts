@@ -1,7 +1,7 @@
 import type { CaptureRecord } from "../../shared/schemas/capture.ts";
 import type { BuiltChain } from "./chains.ts";
 import { answerText } from "./request-shape.ts";
-import { breakFrom, firstUserText } from "./spawned-by.ts";
+import { breakFrom, userTexts } from "./spawned-by.ts";
 
 /** Shorter answers could turn up in a user message by chance. */
 const MIN_SUMMARY_CHARS = 40;
@@ -9,7 +9,8 @@ const MIN_SUMMARY_CHARS = 40;
 /**
  * Links each chain that starts from a summary the policy wrote to the chain it summarized: a
  * harness that compacts its history asks for a summary (a side call on the conversation so far),
- * then starts a new context whose first user message carries that summary. Such a chain's break is
+ * then starts a new context whose user messages carry that summary (Claude Code: the first one;
+ * Codex: after the task's own messages). Such a chain's break is
  * `compaction`, whatever the token comparison said (the new prompt need not be shorter), and its
  * parent is the conversation the summary request continued: the summary's own chain when the
  * request extended it, else the chain that chain broke away from.
@@ -27,8 +28,8 @@ export function linkCompactions(chains: readonly BuiltChain[]): void {
     // A sub-agent or a retry is explained already; the first chain has nothing before it.
     if (chain.brk === null || chain.brk.reason === "retry" || chain.brk.toolCallId !== undefined) continue;
     const first = chain.turns[0].capture;
-    const user = firstUserText(first);
-    if (user === null) continue;
+    const user = userTexts(first).join("\n");
+    if (user === "") continue;
     let found: (typeof summaries)[number] | null = null;
     for (const s of summaries) {
       if (s.chain === chain || s.capture.capture_id >= first.capture_id) continue;

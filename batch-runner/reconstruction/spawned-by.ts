@@ -122,22 +122,31 @@ function clientCallIds(chains: readonly BuiltChain[]): Map<string, string> {
   return ids;
 }
 
-/** The text of the first user message of a capture's normalized request. */
-export function firstUserText(capture: CaptureRecord): string | null {
+/** The text of each user message of a capture's normalized request, in order. */
+export function userTexts(capture: CaptureRecord): string[] {
   const messages = (capture.chat_request as { messages?: unknown } | null)?.messages;
-  if (!Array.isArray(messages)) return null;
+  if (!Array.isArray(messages)) return [];
+  const texts: string[] = [];
   for (const m of messages) {
     const msg = m as { role?: unknown; content?: unknown } | null;
     if (msg?.role !== "user") continue;
-    if (typeof msg.content === "string") return msg.content;
-    if (Array.isArray(msg.content)) {
-      return msg.content
-        .map((p) => (typeof (p as { text?: unknown })?.text === "string" ? (p as { text: string }).text : ""))
-        .join("\n");
-    }
-    return null;
+    if (typeof msg.content === "string") texts.push(msg.content);
+    else if (Array.isArray(msg.content)) {
+      texts.push(
+        msg.content
+          .map((p) =>
+            typeof (p as { text?: unknown })?.text === "string" ? (p as { text: string }).text : "",
+          )
+          .join("\n"),
+      );
+    } else texts.push("");
   }
-  return null;
+  return texts;
+}
+
+/** The text of the first user message of a capture's normalized request. */
+export function firstUserText(capture: CaptureRecord): string | null {
+  return userTexts(capture)[0] ?? null;
 }
 
 /**

@@ -226,4 +226,55 @@ describe("summary requests (a harness compacting its history)", () => {
     });
     expect(next.toolCalls[0]).toMatchObject({ name: "bash", arguments: { command: "cat hello.txt" } });
   });
+
+  it("follows the summary in a later user message (Codex keeps the task's message before it)", () => {
+    const bash = [{ type: "function", function: { name: "bash" } }];
+    const task = scriptMessage(["shell: echo hi > hello.txt", "shell: cat hello.txt", "say: Done."]);
+    const summary = planTurn({
+      messages: [
+        { role: "user", content: "<environment_context>cwd</environment_context>" },
+        { role: "user", content: task },
+        { role: "assistant", content: null, tool_calls: [] },
+        {
+          role: "user",
+          content: "You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary.",
+        },
+      ],
+      tools: bash,
+    });
+    expect(findScriptBlock(summary.content)).toBe("shell: cat hello.txt\nsay: Done.");
+    // Codex's compacted history: context, the task's own message, then the summary; the policy
+    // follows the summary, counting only the turns taken after it.
+    const compacted = [
+      { role: "user", content: "<environment_context>cwd</environment_context>" },
+      { role: "user", content: task },
+      { role: "user", content: `Another language model started to solve this problem.\n${summary.content}` },
+    ];
+    const first = planTurn({ messages: compacted, tools: bash });
+    expect(first.toolCalls[0]).toMatchObject({ arguments: { command: "cat hello.txt" } });
+    const second = planTurn({
+      messages: [...compacted, { role: "assistant", content: null, tool_calls: [] }],
+      tools: bash,
+    });
+    expect(second.content).toBe("Done.");
+  });
+
+  it("a summary with nothing left ends the script instead of starting it over", () => {
+    const task = scriptMessage(["say: Done."]);
+    const summary = planTurn({
+      messages: [
+        { role: "user", content: task },
+        { role: "assistant", content: "Done." },
+        { role: "user", content: "Your task is to create a detailed summary of the conversation so far." },
+      ],
+    });
+    expect(summary.content).toMatch(/Nothing is left to do/);
+    const next = planTurn({
+      messages: [
+        { role: "user", content: task },
+        { role: "user", content: summary.content },
+      ],
+    });
+    expect(next.content).toBe(SCRIPT_DONE_TEXT);
+  });
 });

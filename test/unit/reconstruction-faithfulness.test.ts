@@ -253,6 +253,34 @@ describe("chain break reasons", () => {
     expect(stats.break_reasons).toEqual({ compaction: 1 });
   });
 
+  it("compaction: a summary after the task's own message, in a longer prompt (Codex)", () => {
+    const summaryText = "Summary of a polar-script conversation. The steps left: read a.txt, then answer.";
+    const a = capture([1, 2, 3], [4, IM_END], chat([sys, task]));
+    const b = capture(
+      [1, 2, 3, 4, IM_END, 5],
+      [6, IM_END],
+      chat([sys, task, { role: "tool", content: "a.txt" }]),
+    );
+    // The summary request renders differently (no tools), so it is a chain of its own.
+    const request = capture([1, 40, 3, 4, IM_END, 5, 6, IM_END, 41], [42, IM_END], {
+      ...chat([sys, task, { role: "user", content: "CONTEXT CHECKPOINT COMPACTION" }]),
+      ...answer(`<analysis>one turn done</analysis>\n<summary>\n${summaryText}\n</summary>`),
+    });
+    const carried = {
+      role: "user",
+      content: `Another language model started to solve this problem.\n${summaryText}`,
+    };
+    const compacted = capture(
+      [1, 2, 3, 60, 61, 62, 63, 64, 65, 66],
+      [67, IM_END],
+      chat([sys, task, carried]),
+    );
+    const { traces } = built([a, b, request, compacted]);
+    const main = traces.findIndex((t) => t.capture_ids.includes(a.capture_id));
+    const next = traces.find((t) => t.capture_ids.includes(compacted.capture_id));
+    expect(next).toMatchObject({ break_reason: "compaction", parent_trace: main });
+  });
+
   it("history_rewrite: the system prompt's per-request line changed, the conversation goes on", () => {
     const a = capture([1, 2, 3], [7, IM_END], chat([{ role: "system", content: "Date: Monday" }, task]));
     const b = capture([1, 9, 3, 7, IM_END, 8], [10, IM_END], {

@@ -9,17 +9,35 @@ import { keys } from "../../shared/keys.ts";
 import { DirectoryStore } from "../../shared/node/directory-store.ts";
 import type { CaptureRecord } from "../../shared/schemas/capture.ts";
 import type { SessionResult } from "../../shared/schemas/trajectory.ts";
-import { POLAR, readSessionResult, runProcess, scriptedTask } from "./polar-run-process.ts";
+import { INSTRUCTION, POLAR, readSessionResult, runProcess, scriptedTask } from "./polar-run-process.ts";
+
+/** A first step whose output (~10k tokens) makes the prompt grow past Codex's limit at once. */
+const LONG_OUTPUT_INSTRUCTION = INSTRUCTION.replace("shell: echo hi", "shell: seq 1 2500\nshell: echo hi");
+const CODEX_LIMIT = 14_000;
 
 /*
- * Compaction with the real Claude Code: a low auto-compaction threshold makes it summarize the
- * scripted conversation after the first tool result; the dry-run policy answers the summary request
- * with the steps left, and the conversation goes on from the summary. The chain that starts from the
- * summary must be a `compaction` break linked to the conversation it summarized.
+ * Compaction with the real CLIs: a low auto-compaction threshold makes each summarize the scripted
+ * conversation part way; the dry-run policy answers the summary request with the steps left, and
+ * the conversation goes on from the summary. The chain that starts from the summary must be a
+ * `compaction` break linked to the conversation it summarized.
  */
-const TASK = "e2e-claude-code-compaction";
+const CASES = [
+  {
+    harness: "claude_code" as const,
+    // Its system prompt alone is ~11.5k tokens: a 20k window at 10% compacts after the first tool result.
+    agent: { env: { CLAUDE_CODE_AUTO_COMPACT_WINDOW: "20000", CLAUDE_AUTOCOMPACT_PCT_OVERRIDE: "10" } },
+  },
+  {
+    harness: "codex" as const,
+    // Its first prompt is ~6.2k tokens, 16.3k after the long output; the compacted history keeps the
+    // user messages and the summary (~6.3k), so a limit between compacts once, after the output.
+    agent: { settings: { max_retries: 0, config: { model_auto_compact_token_limit: CODEX_LIMIT } } },
+    instruction: LONG_OUTPUT_INSTRUCTION,
+  },
+];
 
-describe("claude_code: auto-compaction", () => {
+describe.each(CASES)("$harness: auto-compaction", ({ harness, agent, instruction }) => {
+  const TASK = `e2e-${harness.replace("_", "-")}-compaction`;
   let dir: string;
   let run: { code: number | null; output: string };
   let result: SessionResult;
@@ -27,11 +45,11 @@ describe("claude_code: auto-compaction", () => {
   let resultFile: string;
 
   beforeAll(async () => {
-    await installHarness(CLI_PRESETS.claude_code, { log: (line) => console.log(`[claude_code] ${line}`) });
+    await installHarness(CLI_PRESETS[harness], { log: (line) => console.log(`[${harness}] ${line}`) });
     dir = await mkdtemp(join(tmpdir(), "harness-e2e-compaction-"));
-    const task = scriptedTask("claude_code", TASK) as { agent: Record<string, unknown> };
-    // Its system prompt alone is ~11.5k tokens: a 20k window at 10% compacts after the first tool result.
-    task.agent.env = { CLAUDE_CODE_AUTO_COMPACT_WINDOW: "20000", CLAUDE_AUTOCOMPACT_PCT_OVERRIDE: "10" };
+    const task = scriptedTask(harness, TASK) as { agent: Record<string, unknown>; instruction: string };
+    Object.assign(task.agent, agent);
+    if (instruction) task.instruction = instruction;
     const tasksFile = join(dir, "tasks.jsonl");
     await writeFile(tasksFile, `${JSON.stringify(task)}\n`);
     run = await runProcess([process.execPath, POLAR, "run", tasksFile, "--out", join(dir, "out")], 150_000);
