@@ -40,6 +40,10 @@ export function hermesConfig(ctx: PresetContext, settings: CliSettings): Record<
       },
     },
     agent: { api_max_retries: settings.max_retries },
+    // Hermes pip-installs an optional backend's packages on first use (its TTS tool asks for
+    // edge-tts at every start): from the package index, into the shared harness venv. A session
+    // must neither reach the network nor change the cache other sessions run from.
+    security: { allow_lazy_installs: false },
   };
   return deepMerge(base, settings.config);
 }
@@ -62,6 +66,8 @@ export const hermes: HarnessPreset = {
       HERMES_HOME: joinPath(ctx.homeDir, HERMES_DIR),
       [KEY_VAR]: ctx.sessionToken,
       PYTHONUNBUFFERED: "1",
+      // The same switch as `security.allow_lazy_installs`, as Hermes' sealed images set it.
+      HERMES_DISABLE_LAZY_INSTALLS: "1",
     });
     const argv = [
       binPath(binDir, "hermes"),

@@ -34,7 +34,7 @@ const OFFLINE_ENV: Record<string, Record<string, string>> = {
   opencode: { OPENCODE_DISABLE_MODELS_FETCH: "1", OPENCODE_DISABLE_AUTOUPDATE: "1" },
   pi: { PI_OFFLINE: "1", PI_SKIP_VERSION_CHECK: "1" },
   mini_swe_agent: { LITELLM_LOCAL_MODEL_COST_MAP: "True", MSWEA_CONFIGURED: "true" },
-  hermes: { HERMES_HOME: "/sessions/s1/home/.hermes" },
+  hermes: { HERMES_HOME: "/sessions/s1/home/.hermes", HERMES_DISABLE_LAZY_INSTALLS: "1" },
   openhands_sdk: { LITELLM_LOCAL_MODEL_COST_MAP: "True" },
 };
 
@@ -143,6 +143,8 @@ describe("preset specifics", () => {
       key_env: "POLAR_API_KEY",
     });
     expect(config.agent.api_max_retries).toBe(0);
+    // Else its TTS tool pip-installs edge-tts from the package index into the shared venv at start.
+    expect(config.security.allow_lazy_installs).toBe(false);
   });
 
   it("parses each preset's own output format", () => {
