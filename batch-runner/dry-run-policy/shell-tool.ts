@@ -2,7 +2,8 @@
  * Finds the shell-like tool a request offers and fills its arguments with a command, so one
  * script drives every harness: Claude Code `Bash {command}`, Codex `exec_command {cmd}` or
  * `shell {command: string[]}`, Gemini CLI / Qwen Code `run_shell_command {command}`,
- * OpenCode and Pi `bash {command}`, OpenClaw `exec {command}`.
+ * OpenCode and Pi `bash {command}`, OpenClaw `exec {command}`, Cline `run_commands {commands:
+ * string[]}` (a list of whole command lines, not an argv).
  */
 
 export interface OfferedTool {
@@ -21,6 +22,7 @@ export const SHELL_TOOL_NAMES = [
   "execute_command",
   "terminal",
   "exec",
+  "run_commands",
 ] as const;
 
 /** Property names that hold the command when a tool declares several required properties. */
@@ -54,7 +56,7 @@ function isArrayType(schema: { type?: unknown } | undefined): boolean {
  * Which property receives the command: a required one named like a command, else the first
  * required one, else a declared one named like a command, else `command`.
  */
-export function commandProperty(parameters: unknown): { name: string; argv: boolean } {
+export function commandProperty(parameters: unknown): { name: string; argv: boolean; list: boolean } {
   const schema = (parameters && typeof parameters === "object" ? parameters : {}) as JsonSchemaObject;
   const properties = schema.properties && typeof schema.properties === "object" ? schema.properties : {};
   const required = Array.isArray(schema.required)
@@ -65,14 +67,19 @@ export function commandProperty(parameters: unknown): { name: string; argv: bool
     required[0] ??
     COMMAND_PROPERTY_NAMES.find((n) => n in properties) ??
     "command";
-  return { name, argv: isArrayType(properties[name]) };
+  // An array named `commands` holds whole command lines; any other array is one command's argv.
+  const array = isArrayType(properties[name]);
+  return { name, argv: array && name !== "commands", list: array && name === "commands" };
 }
 
-/** The call that runs `command` with the offered tool; an argv-array property gets `["bash","-lc",command]`. */
+/**
+ * The call that runs `command` with the offered tool; an argv-array property gets
+ * `["bash","-lc",command]`, a list of command lines `[command]`.
+ */
 export function shellCall(tool: OfferedTool, command: string): ShellCall {
-  const { name, argv } = commandProperty(tool.function?.parameters);
+  const { name, argv, list } = commandProperty(tool.function?.parameters);
   return {
     name: tool.function?.name ?? "bash",
-    arguments: { [name]: argv ? ["bash", "-lc", command] : command },
+    arguments: { [name]: argv ? ["bash", "-lc", command] : list ? [command] : command },
   };
 }

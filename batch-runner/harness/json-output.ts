@@ -201,3 +201,25 @@ export function parseOpenclawJson(stdout: string, exitCode: number | null): Harn
   const ok = parsed.data.ok && (parsed.data.status ?? "ok") === "ok";
   return { finalAnswer: parsed.data.final ?? null, success: ok && exitCode === 0 };
 }
+
+// --- Cline (`cline --json`) ---
+
+const ClineRunResult = z.looseObject({
+  type: z.literal("run_result"),
+  finishReason: z.string(),
+  text: z.string().nullable().optional(),
+});
+
+/** Cline prints one JSON event per line; the last, `run_result`, carries the answer and how the run ended. */
+export function parseClineJson(stdout: string, exitCode: number | null): HarnessOutcome {
+  let result: z.infer<typeof ClineRunResult> | undefined;
+  for (const line of jsonLines(stdout)) {
+    const parsed = ClineRunResult.safeParse(line);
+    if (parsed.success) result = parsed.data;
+  }
+  if (!result) return failed;
+  return {
+    finalAnswer: result.text || null,
+    success: result.finishReason === "completed" && exitCode === 0,
+  };
+}

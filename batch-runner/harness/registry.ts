@@ -1,5 +1,6 @@
 import type { HARNESSES } from "../../shared/schemas/task.ts";
 import { claudeCode } from "./claude-code.ts";
+import { cline } from "./cline.ts";
 import { codex } from "./codex.ts";
 import { geminiCli } from "./gemini-cli.ts";
 import { hermes } from "./hermes.ts";
@@ -26,6 +27,7 @@ export const CLI_PRESETS = {
   hermes,
   openhands_sdk: openhandsSdk,
   openclaw,
+  cline,
 } as const satisfies Record<Exclude<HarnessName, "shell">, HarnessPreset>;
 
 export type CliHarnessName = keyof typeof CLI_PRESETS;

@@ -52,6 +52,7 @@ export const HARNESS_SETTINGS = {
   hermes: CliSettings,
   openhands_sdk: CliSettings,
   openclaw: CliSettings,
+  cline: CliSettings,
   shell: ShellSettings,
 } as const satisfies Record<(typeof HARNESSES)[number], z.ZodType>;
 

@@ -14,6 +14,7 @@ export const HARNESSES = [
   "hermes",
   "openhands_sdk",
   "openclaw",
+  "cline",
   "shell",
 ] as const;
 export const Harness = z.enum(HARNESSES);

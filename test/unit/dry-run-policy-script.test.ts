@@ -94,15 +94,27 @@ describe("shell tool matching", () => {
     });
   });
 
+  it("gives a one-line list when the property is a list of command lines (Cline's run_commands)", () => {
+    const cline = tool("run_commands", { commands: { type: "array", items: { type: "string" } } }, [
+      "commands",
+    ]);
+    expect(shellCall(cline, "echo hi > hello.txt")).toEqual({
+      name: "run_commands",
+      arguments: { commands: ["echo hi > hello.txt"] },
+    });
+  });
+
   it("uses the first required property when none is named like a command", () => {
     expect(commandProperty({ properties: { input: { type: "string" } }, required: ["input"] })).toEqual({
       name: "input",
       argv: false,
+      list: false,
     });
-    expect(commandProperty(undefined)).toEqual({ name: "command", argv: false });
+    expect(commandProperty(undefined)).toEqual({ name: "command", argv: false, list: false });
     expect(commandProperty({ properties: { cmd: { type: "string" } } })).toEqual({
       name: "cmd",
       argv: false,
+      list: false,
     });
   });
 });

@@ -4,6 +4,7 @@ import {
   jsonLines,
   lastJsonDocument,
   parseClaudeStreamJson,
+  parseClineJson,
   parseCodexJsonl,
   parseGeminiJson,
   parseOpencodeJsonl,
@@ -131,6 +132,23 @@ describe("Pi --mode json", () => {
     expect(parsePiJsonl(errored, 0)).toEqual({ finalAnswer: null, success: false });
     const killed = lines({ type: "message_end", message: msg("so far") });
     expect(parsePiJsonl(killed, null)).toEqual({ finalAnswer: "so far", success: false });
+  });
+});
+
+describe("Cline --json", () => {
+  const result = (finishReason: string, text: string) => ({ type: "run_result", finishReason, text });
+
+  it("reads the run_result event", () => {
+    const out = lines({ type: "agent_event", event: { type: "iteration_start" } }, result("completed", "ok"));
+    expect(parseClineJson(`warning on stderr\n${out}`, 0)).toEqual({ finalAnswer: "ok", success: true });
+  });
+
+  it("another finish reason, or no run_result, is a failure", () => {
+    expect(parseClineJson(lines(result("max_iterations", "so far")), 0)).toEqual({
+      finalAnswer: "so far",
+      success: false,
+    });
+    expect(parseClineJson(lines({ type: "agent_event" }), 0)).toEqual({ finalAnswer: null, success: false });
   });
 });
 

@@ -36,6 +36,7 @@ const OFFLINE_ENV: Record<string, Record<string, string>> = {
   mini_swe_agent: { LITELLM_LOCAL_MODEL_COST_MAP: "True", MSWEA_CONFIGURED: "true" },
   hermes: { HERMES_HOME: "/sessions/s1/home/.hermes", HERMES_DISABLE_LAZY_INSTALLS: "1" },
   openhands_sdk: { LITELLM_LOCAL_MODEL_COST_MAP: "True" },
+  cline: { CLINE_DIR: "/sessions/s1/home/.cline", E2E_TEST: "true", CLINE_SESSION_BACKEND_MODE: "local" },
 };
 
 describe.each(Object.entries(CLI_PRESETS))("%s preset", (name, preset) => {
@@ -145,6 +146,20 @@ describe("preset specifics", () => {
     expect(config.agent.api_max_retries).toBe(0);
     // Else its TTS tool pip-installs edge-tts from the package index into the shared venv at start.
     expect(config.security.allow_lazy_installs).toBe(false);
+  });
+
+  it("cline names the proxy as its provider, with telemetry and auto-update off", () => {
+    const files = CLI_PRESETS.cline.configFiles(ctx("cline"));
+    const providers = JSON.parse(files[".cline/data/settings/providers.json"] ?? "{}");
+    expect(providers.lastUsedProvider).toBe("openai-compatible");
+    expect(providers.providers["openai-compatible"].settings).toMatchObject({
+      baseUrl: "http://127.0.0.1:8787/v1",
+      model: "policy-7b",
+    });
+    const global = JSON.parse(files[".cline/data/settings/global-settings.json"] ?? "{}");
+    expect(global).toEqual({ telemetryOptOut: true, autoUpdateEnabled: false });
+    // A `-k` on the command line makes it drop the stored base URL and call its vendor's host.
+    expect(CLI_PRESETS.cline.invocation(ctx("cline"), null).argv).not.toContain("-k");
   });
 
   it("parses each preset's own output format", () => {

@@ -21,6 +21,7 @@ const SHELL_TOOL: Record<CliHarnessName, string> = {
   hermes: "terminal",
   openhands_sdk: "terminal",
   openclaw: "exec",
+  cline: "run_commands",
 };
 
 /** The Python agents call litellm.completion without `stream`; every npm CLI streams. */
