@@ -31,7 +31,7 @@ export const TABLES: Record<string, { schema: z.ZodType; fields: Record<string, 
         '`"fix-add-17"`',
       ],
       instruction: [
-        "The prompt the harness gets (the `shell` harness: `{{instruction}}`).",
+        "The prompt the harness gets (the `shell` harness: `{{instruction}}`). May not start with `-` (harness CLIs take it as an argument and would read it as a flag).",
         '`"Make the tests pass."`',
       ],
       num_samples: ["Sessions to run for this task (the GRPO group size), 1..10000.", "`8`"],

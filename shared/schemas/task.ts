@@ -66,9 +66,19 @@ export const EvaluatorSpec = z.strictObject({
 });
 
 /** Strict at every level: a misspelt key is an error naming it, never silently dropped. */
+/**
+ * The task's text for the agent. Every harness CLI takes it as a command-line argument, and one
+ * that starts with "-" is read as a flag there (`--version` makes Codex print its version instead
+ * of working; other flags change what the harness may do), so a task may not start with one.
+ */
+export const Instruction = z.string().refine((s) => !s.startsWith("-"), {
+  message:
+    'must not start with "-": harnesses take the instruction as a command-line argument and would read it as a flag (start it with a word or a space)',
+});
+
 export const TaskRequest = z.strictObject({
   task_id: Id,
-  instruction: z.string(),
+  instruction: Instruction,
   num_samples: z.number().int().min(1).max(10_000).default(1),
   timeout_seconds: z
     .number()
