@@ -1,15 +1,7 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { installHarness } from "../../batch-runner/harness/install.ts";
-import { CLI_PRESETS } from "../../batch-runner/harness/registry.ts";
-import { loadCaptures } from "../../batch-runner/reconstruction/load-captures.ts";
-import { keys } from "../../shared/keys.ts";
-import { DirectoryStore } from "../../shared/node/directory-store.ts";
 import type { CaptureRecord } from "../../shared/schemas/capture.ts";
 import type { SessionResult } from "../../shared/schemas/trajectory.ts";
-import { POLAR, readSessionResult, runProcess, scriptedTask } from "./polar-run-process.ts";
+import { type OneSession, POLAR, runOneSession, runProcess, scriptedTask } from "./polar-run-process.ts";
 
 /*
  * Sub-agent lineage with the real Claude Code: the scripted main agent calls its `Agent` tool (the
@@ -36,30 +28,22 @@ const INSTRUCTION = [
 const TASK = "e2e-claude-code-subagent";
 
 describe("claude_code: a sub-agent spawned with the Agent tool", () => {
-  let dir: string;
-  let run: { code: number | null; output: string };
+  let session: OneSession;
+  let run: OneSession["run"];
   let result: SessionResult;
   let captures: CaptureRecord[];
   let resultFile: string;
 
   beforeAll(async () => {
-    await installHarness(CLI_PRESETS.claude_code, { log: (line) => console.log(`[claude_code] ${line}`) });
-    dir = await mkdtemp(join(tmpdir(), "harness-e2e-subagent-"));
-    const tasksFile = join(dir, "tasks.jsonl");
-    await writeFile(
-      tasksFile,
-      `${JSON.stringify(scriptedTask("claude_code", TASK, { instruction: INSTRUCTION }))}\n`,
+    session = await runOneSession(
+      "claude_code",
+      scriptedTask("claude_code", TASK, { instruction: INSTRUCTION }),
     );
-    run = await runProcess([process.execPath, POLAR, "run", tasksFile, "--out", join(dir, "out")], 150_000);
-    const storeDir = join(dir, "out", "store");
-    result = await readSessionResult(storeDir, TASK, run.output);
-    const store = new DirectoryStore(storeDir);
-    captures = (await loadCaptures(store, TASK, result.session_id)).captures;
-    resultFile = join(storeDir, keys.result(TASK, result.session_id));
+    ({ run, result, captures, resultFile } = session);
   }, 300_000);
 
   afterAll(async () => {
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await session?.cleanup();
   });
 
   it("runs the sub-agent and finishes", () => {

@@ -1,15 +1,14 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { installHarness } from "../../batch-runner/harness/install.ts";
-import { CLI_PRESETS } from "../../batch-runner/harness/registry.ts";
-import { loadCaptures } from "../../batch-runner/reconstruction/load-captures.ts";
-import { keys } from "../../shared/keys.ts";
-import { DirectoryStore } from "../../shared/node/directory-store.ts";
 import type { CaptureRecord } from "../../shared/schemas/capture.ts";
 import type { SessionResult } from "../../shared/schemas/trajectory.ts";
-import { INSTRUCTION, POLAR, readSessionResult, runProcess, scriptedTask } from "./polar-run-process.ts";
+import {
+  INSTRUCTION,
+  type OneSession,
+  POLAR,
+  runOneSession,
+  runProcess,
+  scriptedTask,
+} from "./polar-run-process.ts";
 
 /** A first step whose output (~10k tokens) makes the prompt grow past Codex's limit at once. */
 const LONG_OUTPUT_INSTRUCTION = INSTRUCTION.replace("shell: echo hi", "shell: seq 1 2500\nshell: echo hi");
@@ -38,29 +37,22 @@ const CASES = [
 
 describe.each(CASES)("$harness: auto-compaction", ({ harness, agent, instruction }) => {
   const TASK = `e2e-${harness.replace("_", "-")}-compaction`;
-  let dir: string;
-  let run: { code: number | null; output: string };
+  let session: OneSession;
+  let run: OneSession["run"];
   let result: SessionResult;
   let captures: CaptureRecord[];
   let resultFile: string;
 
   beforeAll(async () => {
-    await installHarness(CLI_PRESETS[harness], { log: (line) => console.log(`[${harness}] ${line}`) });
-    dir = await mkdtemp(join(tmpdir(), "harness-e2e-compaction-"));
-    const task = scriptedTask(harness, TASK) as { agent: Record<string, unknown>; instruction: string };
+    const task = scriptedTask(harness, TASK);
     Object.assign(task.agent, agent);
     if (instruction) task.instruction = instruction;
-    const tasksFile = join(dir, "tasks.jsonl");
-    await writeFile(tasksFile, `${JSON.stringify(task)}\n`);
-    run = await runProcess([process.execPath, POLAR, "run", tasksFile, "--out", join(dir, "out")], 150_000);
-    const storeDir = join(dir, "out", "store");
-    result = await readSessionResult(storeDir, TASK, run.output);
-    captures = (await loadCaptures(new DirectoryStore(storeDir), TASK, result.session_id)).captures;
-    resultFile = join(storeDir, keys.result(TASK, result.session_id));
+    session = await runOneSession(harness, task);
+    ({ run, result, captures, resultFile } = session);
   }, 300_000);
 
   afterAll(async () => {
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await session?.cleanup();
   });
 
   it("summarizes, goes on from the summary and finishes the task", () => {

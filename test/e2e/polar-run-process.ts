@@ -1,9 +1,14 @@
 import { spawn } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { CliHarnessName } from "../../batch-runner/harness/registry.ts";
+import { installHarness } from "../../batch-runner/harness/install.ts";
+import { CLI_PRESETS, type CliHarnessName } from "../../batch-runner/harness/registry.ts";
+import { loadCaptures } from "../../batch-runner/reconstruction/load-captures.ts";
 import { keys } from "../../shared/keys.ts";
 import { DirectoryStore } from "../../shared/node/directory-store.ts";
+import type { CaptureRecord } from "../../shared/schemas/capture.ts";
 import { SessionResult } from "../../shared/schemas/trajectory.ts";
 
 /** What the harness e2e tests share: the scripted task, `polar run` as a child process, results. */
@@ -92,4 +97,37 @@ export async function readSessionResult(
   const bytes = key ? await store.get(key) : null;
   if (!bytes) throw new Error(`polar run wrote no result for ${taskId}:\n${output}`);
   return SessionResult.parse(JSON.parse(new TextDecoder().decode(bytes)));
+}
+
+/** One scripted session through `polar run`, read back; `cleanup` removes its temp dir. */
+export interface OneSession {
+  run: { code: number | null; output: string };
+  result: SessionResult;
+  captures: CaptureRecord[];
+  /** The result file, for `polar inspect`. */
+  resultFile: string;
+  cleanup: () => Promise<void>;
+}
+
+/** Installs the harness (shared cache), runs `task` (one session) with `polar run`, reads it back. */
+export async function runOneSession(harness: CliHarnessName, task: { task_id: string }): Promise<OneSession> {
+  await installHarness(CLI_PRESETS[harness], { log: (line) => console.log(`[${harness}] ${line}`) });
+  const dir = await mkdtemp(join(tmpdir(), `harness-e2e-${task.task_id}-`));
+  const tasksFile = join(dir, "tasks.jsonl");
+  await writeFile(tasksFile, `${JSON.stringify(task)}\n`);
+  const run = await runProcess(
+    [process.execPath, POLAR, "run", tasksFile, "--out", join(dir, "out")],
+    150_000,
+  );
+  const storeDir = join(dir, "out", "store");
+  const result = await readSessionResult(storeDir, task.task_id, run.output);
+  const captures = (await loadCaptures(new DirectoryStore(storeDir), task.task_id, result.session_id))
+    .captures;
+  return {
+    run,
+    result,
+    captures,
+    resultFile: join(storeDir, keys.result(task.task_id, result.session_id)),
+    cleanup: () => rm(dir, { recursive: true, force: true }),
+  };
 }
