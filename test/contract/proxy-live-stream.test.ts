@@ -7,6 +7,7 @@ import { MemoryStore } from "../../shared/store/memory-store.ts";
 import type { ObjectStore } from "../../shared/store/object-store.ts";
 import { type PolicyServer, scriptMessage, startPolicy } from "../support/policy.ts";
 import { readCaptures, startProxy, type TestProxy } from "../support/proxy.ts";
+import { readAll } from "../support/read-all.ts";
 
 /**
  * Live streaming's failure rules against a running proxy: a store failure ends the stream with the
@@ -343,13 +344,7 @@ describe("the AI SDK (OpenCode's provider) reads a live stream as it reads a syn
         tools: [tools.shell],
       });
       // biome-ignore lint/suspicious/noExplicitAny: the stream parts are a union the test walks
-      const parts: any[] = [];
-      const reader = stream.getReader();
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        parts.push(value);
-      }
+      const parts: any[] = await readAll(stream);
       const [cap] = await readCaptures(store, LOCAL_TASK_ID, session);
       return { parts, cap };
     } finally {

@@ -2,6 +2,7 @@
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { describe, expect, it } from "vitest";
 import { openaiChatCodec } from "../../../proxy-worker/codecs/openai-chat/index.ts";
+import { readAll } from "../../support/read-all.ts";
 import { encodeContext, loadFixture, sseFetch, upstream } from "./openai-codec-fixtures.ts";
 
 const UPSTREAMS = ["upstream-text", "upstream-parallel-tool-calls", "upstream-reasoning", "upstream-length"];
@@ -27,13 +28,7 @@ describe("openai chat codec: the AI SDK openai-compatible provider (OpenCode) re
     const expected = openaiChatCodec.encodeResponse(chat, ctx) as any;
     const want = expected.choices[0];
     const { stream } = await model(sseFetch(openaiChatCodec.encodeStream(chat, ctx))).doStream({ prompt });
-    const parts: any[] = [];
-    const reader = stream.getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      parts.push(value);
-    }
+    const parts: any[] = await readAll(stream);
     expect(parts.filter((p) => p.type === "error")).toEqual([]);
     const text = parts.filter((p) => p.type === "text-delta").map((p) => p.delta);
     expect(text.join("")).toBe(want.message.content ?? "");
