@@ -1,4 +1,5 @@
 import type { CaptureRecord } from "../../shared/schemas/capture.ts";
+import { contentText } from "../dry-run-policy/template-messages.ts";
 import { type BuiltChain, breakContext, type ChainBreak } from "./chains.ts";
 import { commonPrefixFrom } from "./token-hash.ts";
 
@@ -126,22 +127,9 @@ function clientCallIds(chains: readonly BuiltChain[]): Map<string, string> {
 export function userTexts(capture: CaptureRecord): string[] {
   const messages = (capture.chat_request as { messages?: unknown } | null)?.messages;
   if (!Array.isArray(messages)) return [];
-  const texts: string[] = [];
-  for (const m of messages) {
-    const msg = m as { role?: unknown; content?: unknown } | null;
-    if (msg?.role !== "user") continue;
-    if (typeof msg.content === "string") texts.push(msg.content);
-    else if (Array.isArray(msg.content)) {
-      texts.push(
-        msg.content
-          .map((p) =>
-            typeof (p as { text?: unknown })?.text === "string" ? (p as { text: string }).text : "",
-          )
-          .join("\n"),
-      );
-    } else texts.push("");
-  }
-  return texts;
+  return messages
+    .filter((m) => (m as { role?: unknown } | null)?.role === "user")
+    .map((m) => contentText((m as { content?: unknown }).content));
 }
 
 /** The text of the first user message of a capture's normalized request. */
