@@ -18,8 +18,8 @@ export class ModelCatalog {
   private retryAt = 0;
 
   /** `upstream` names the server to ask at each lookup (with replicas: a healthy one). */
-  constructor(upstream: Upstream | (() => Upstream)) {
-    this.upstream = typeof upstream === "function" ? upstream : () => upstream;
+  constructor(upstream: () => Upstream) {
+    this.upstream = upstream;
   }
 
   /** The cached value, without any upstream call. */
