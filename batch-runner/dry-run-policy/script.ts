@@ -114,15 +114,11 @@ export function scriptTurns(steps: readonly ScriptStep[]): ScriptTurn[] {
  */
 export function scriptFrom(steps: readonly ScriptStep[], index: number): string {
   const lines: string[] = [];
+  // A step belongs to turn `turn`: the count of actions before it (thoughts join the next action).
   let turn = 0;
-  let pending: ScriptStep[] = [];
   for (const step of steps) {
-    pending.push(step);
-    if (step.kind === "think") continue;
-    if (turn >= index) for (const p of pending) lines.push(`${p.kind}: ${p.text.replaceAll("\n", "\n  ")}`);
-    pending = [];
-    turn++;
+    if (turn >= index) lines.push(`${step.kind}: ${step.text.replaceAll("\n", "\n  ")}`);
+    if (step.kind !== "think") turn++;
   }
-  if (turn >= index) for (const p of pending) lines.push(`${p.kind}: ${p.text.replaceAll("\n", "\n  ")}`);
   return lines.join("\n");
 }
