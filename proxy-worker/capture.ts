@@ -3,6 +3,7 @@ import type { GzipFn } from "../shared/encoding/gzip.ts";
 import { keys } from "../shared/keys.ts";
 import type { CaptureRecord, CaptureSampling, Provider, StreamStatus } from "../shared/schemas/capture.ts";
 import type { ObjectStore } from "../shared/store/object-store.ts";
+import { recordedBody, type TokenChannel } from "../shared/upstream-request.ts";
 import type { SessionIdentity } from "./auth.ts";
 import { type EngineReading, isObject } from "./engines/engine.ts";
 
@@ -17,6 +18,8 @@ export interface CaptureFacts {
   /** `request` as the JSON bytes the client sent, when in hand. */
   requestJson?: Uint8Array;
   chatRequest: unknown;
+  /** A token prompt posted instead of `chatRequest` (token-in-token-out), as sent. */
+  upstreamRequest?: { channel: TokenChannel; body: Record<string, unknown> } | null;
   startedAt: number;
   endedAt: number;
   /** Present when the upstream answered with a chat completion. */
@@ -54,6 +57,16 @@ export function buildCaptureRecord(f: CaptureFacts): CaptureRecord {
     model_served: response && typeof response.model === "string" ? response.model : null,
     request: f.request,
     chat_request: f.chatRequest,
+    upstream_request: f.upstreamRequest
+      ? {
+          token_channel: f.upstreamRequest.channel,
+          body: recordedBody(
+            f.upstreamRequest.channel,
+            f.upstreamRequest.body,
+            f.reading?.promptTokenIds ?? null,
+          ),
+        }
+      : null,
     response,
     prompt_token_ids: f.reading?.promptTokenIds ?? null,
     response_token_ids: f.reading?.responseTokenIds ?? null,

@@ -76,6 +76,7 @@ export async function handleGenerate(g: Gateway, call: GenerateCall): Promise<Re
     request: call.body,
     requestJson: call.bodyBytes,
     chatRequest,
+    upstreamRequest: viaIds && { channel: viaIds.channel, body: viaIds.body },
     startedAt: call.startedAt,
     endedAt: g.clock(),
     reading: null,

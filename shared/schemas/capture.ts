@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { TOKEN_CHANNEL_NAMES } from "../upstream-request.ts";
 import { Id, Logprobs, TokenIds } from "./common.ts";
 
 export const PROVIDERS = ["anthropic", "openai_chat", "openai_responses", "google"] as const;
@@ -92,6 +93,15 @@ export const CaptureRecord = z.object({
    */
   // Optional rather than defaulted so records built before it existed still type-check; absent = null.
   tito: z.string().nullable().optional(),
+  /**
+   * What was posted upstream when it was not `chat_request` on `/v1/chat/completions`: a token
+   * prompt on one of the engines' token channels (`shared/upstream-request.ts`). The body's id
+   * array is left out when it equals `prompt_token_ids`; `upstreamRequestOf` rebuilds the request.
+   */
+  upstream_request: z
+    .object({ token_channel: z.enum(TOKEN_CHANNEL_NAMES), body: z.record(z.string(), z.unknown()) })
+    .nullable()
+    .optional(),
   /** The capture whose ids a spliced prompt extends (token-in-token-out only). */
   parent_capture_id: z.string().nullable().optional(),
   /**
