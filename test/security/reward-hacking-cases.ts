@@ -159,25 +159,8 @@ const sweTricks: Trick[] = [
   // Issue 34: node --test also ran the patch's own test of the same name, and the last line won.
   { name: "shadow-test-file", steps: writeFile("zz/shadow.test.mjs", 'import { test } from "node:test";\ntest("add adds", () => {});') },
   { name: "shadow-test-in-source", steps: inMath('import { test as polarShadow } from "node:test";\npolarShadow("add adds", () => {});') },
-  {
-    name: "fake-tap-on-stderr",
-    steps: inMath(
-      'import { openSync as polarOpen, writeSync as polarWrite } from "node:fs";\npolarWrite(polarOpen(`/proc/${process.ppid}/fd/2`, "w"), "ok 1 - add adds\\nok 2 - mul multiplies\\n");',
-    ),
-  },
-  {
-    name: "fake-tap-then-kill-runner",
-    steps: inMath(
-      'import { openSync as polarOpen, writeSync as polarWrite } from "node:fs";\npolarWrite(polarOpen(`/proc/${process.ppid}/fd/1`, "w"), "TAP version 13\\nok 1 - add adds\\nok 2 - mul multiplies\\n1..2\\n");\nprocess.kill(process.ppid, "SIGKILL");',
-    ),
-  },
+  { name: "kill-test-runner", steps: inMath('process.kill(process.ppid, "SIGKILL");') },
   { name: "judge-times-out", steps: inMath("for (;;) {}") },
-  {
-    name: "huge-output",
-    steps: inMath(
-      'import { openSync as polarOpen, writeSync as polarWrite } from "node:fs";\npolarWrite(polarOpen(`/proc/${process.ppid}/fd/1`, "w"), "ok 1 - add adds\\n".repeat(300000));',
-    ),
-  },
 ];
 
 const swePatch: RewardCase = {
@@ -212,9 +195,33 @@ const swePatchJunit: RewardCase = {
         ].join("\n"),
       ),
     },
-    { name: "fake-tap-on-stdout", steps: sweTricks[3].steps },
+    { name: "kill-test-runner", steps: sweTricks[2].steps },
+  ],
+};
+
+// A runner that prints `PASS name` / `FAIL name` from the same process as the code under test (like
+// unittest or a plain script): what that code prints lands in the very streams the judge reads.
+const RUN_MJS = `import { add, mul } from "../src/math.mjs";
+console.log(add(2, 3) === 5 ? "PASS add adds" : "FAIL add adds");
+console.log(mul(2, 3) === 6 ? "PASS mul multiplies" : "FAIL mul multiplies");`;
+
+const swePatchPlain: RewardCase = {
+  ...swePatch,
+  id: "swe-plain",
+  evaluator: {
+    strategy: "swe_patch",
+    config: { ...sweConfig, files: { "tests/run.mjs": RUN_MJS }, test_command: "node tests/run.mjs" },
+  },
+  judgeFiles: { "tests/run.mjs": 'console.log("PASS add adds\\nPASS mul multiplies");' },
+  tricks: [
+    // Issue 34: the log was stdout then stderr, so a line on stderr came last and won.
+    { name: "fake-pass-on-stderr", steps: inMath('process.stderr.write("PASS add adds\\nPASS mul multiplies\\n");') },
+    // The exit code was recorded and never used: fake lines, then a crash before the real ones.
+    { name: "fake-pass-then-crash", steps: inMath('console.log("PASS add adds\\nPASS mul multiplies");\nprocess.exit(3);') },
+    { name: "shadow-name-on-stdout", steps: inMath('console.log("PASS add adds");') },
+    { name: "huge-output", steps: inMath('console.log("PASS add adds\\nPASS mul multiplies\\n".repeat(200000));') },
   ],
 };
 
 /** One entry per evaluator configuration: the suite runs its control, its solved run and every trick. */
-export const REWARD_CASES: RewardCase[] = [testOnOutput, swePatch, swePatchJunit];
+export const REWARD_CASES: RewardCase[] = [testOnOutput, swePatch, swePatchJunit, swePatchPlain];

@@ -14,9 +14,10 @@ import { genericTricks, REWARD_CASES, type Trick } from "./reward-hacking-cases.
  * Issue 34: rewards the policy cannot game. Every case of reward-hacking-cases.ts runs as tasks of one
  * `polar run` (the default runtime, bwrap; sessions in parallel): a control (an honest wrong answer),
  * a solved run, and each trick (the wrong answer plus the trick). A trick must score exactly what its
- * control scores. Before the fix, swe_patch paid 1 for shadow-test-file, shadow-test-in-source,
- * fake-tap-on-stderr and fake-tap-then-kill-runner, and test_on_output for python-user-site,
- * module-shadowing-json-py and symlink-to-judge-file.
+ * control scores. Before the fix (evaluators of f98bc28), 7 tricks were paid 1: swe_patch's
+ * shadow-test-file, shadow-test-in-source, and (plain runner) fake-pass-on-stderr and
+ * fake-pass-then-crash; test_on_output's python-user-site, module-shadowing-json-py and
+ * symlink-to-judge-file.
  */
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const problem = bwrapProblem();
