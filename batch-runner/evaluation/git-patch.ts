@@ -40,7 +40,9 @@ export async function diffWorkDir(
       env: { GIT_CONFIG_GLOBAL: "/dev/null", GIT_CONFIG_NOSYSTEM: "1" },
     });
   const res = await git("--binary", [".", ...exclude, ...drop.map((g) => `:(exclude,glob)${g}`)]);
-  const names = drop.length ? await git("--name-only", [...drop.map((g) => `:(glob)${g}`), ...exclude]) : null;
+  const names = drop.length
+    ? await git("--name-only", [...drop.map((g) => `:(glob)${g}`), ...exclude])
+    : null;
   const failed = res.exitCode !== 0 ? res : names && names.exitCode !== 0 ? names : null;
   if (failed) {
     return {

@@ -121,7 +121,11 @@ const MAX_REPORT_BYTES = 16 * 1024 * 1024;
 async function runTests(runtime: Runtime, cfg: SwePatchConfig, timeoutMs: number): Promise<TestRun> {
   const opts = { cwd: cfg.repo_dir, env: judgeEnv(cfg.env), timeoutMs };
   if (!cfg.test_command.includes("{{test}}")) {
-    const reportPath = join(runtime.homeDir, REPORT_DIR, `${randomUUID()}.${cfg.report === "junit" ? "xml" : "tap"}`);
+    const reportPath = join(
+      runtime.homeDir,
+      REPORT_DIR,
+      `${randomUUID()}.${cfg.report === "junit" ? "xml" : "tap"}`,
+    );
     await mkdir(dirname(reportPath), { recursive: true });
     const command = cfg.test_command.replaceAll("{{report}}", shellQuote(reportPath));
     const res = await runtime.exec(["sh", "-c", command], opts);
@@ -140,7 +144,8 @@ async function runTests(runtime: Runtime, cfg: SwePatchConfig, timeoutMs: number
       if (report === null) refused = `the test command wrote no readable ${cfg.report} report to {{report}}`;
     } else {
       results = parseTestResults(res.stdout, cfg.result_pattern, cfg.pass_statuses);
-      if (res.stdout.length >= MAX_OUTPUT_CHARS) refused = `stdout reached the ${MAX_OUTPUT_CHARS}-character cap`;
+      if (res.stdout.length >= MAX_OUTPUT_CHARS)
+        refused = `stdout reached the ${MAX_OUTPUT_CHARS}-character cap`;
     }
     if (res.timedOut) refused = "the test command timed out";
     else if (!cfg.ok_exit_codes.includes(res.exitCode ?? Number.NaN))

@@ -33,7 +33,11 @@ export const testOnOutput: Evaluator = {
         if (!(err instanceof OutputsTooLarge)) throw err;
         return {
           outcome_reward: 0,
-          metadata: { command: cfg.command, mode: "outputs", reason: `the agent's outputs are ${err.message}` },
+          metadata: {
+            command: cfg.command,
+            mode: "outputs",
+            reason: `the agent's outputs are ${err.message}`,
+          },
         };
       }
       return await judge(fresh, cfg, ctx, {
@@ -72,7 +76,11 @@ async function judge(
   if (res.stdout.length >= MAX_OUTPUT_CHARS)
     return {
       outcome_reward: 0,
-      metadata: { ...base, mode: "output_cap", reason: `stdout reached the ${MAX_OUTPUT_CHARS}-character cap` },
+      metadata: {
+        ...base,
+        mode: "output_cap",
+        reason: `stdout reached the ${MAX_OUTPUT_CHARS}-character cap`,
+      },
     };
   if (cfg.expected_lines) return scoreLines(cfg, res.stdout, base);
   if (cfg.expected_json !== undefined) return scoreJson(cfg.expected_json, res.stdout, base);

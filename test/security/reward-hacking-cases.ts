@@ -33,7 +33,8 @@ export function writeFile(path: string, content: string): string {
 }
 
 /** Python that reports success and leaves before anything else runs. */
-const PY_PASS = 'import os, sys\nsys.stdout.write("PASS\\nok 1 - add adds\\nok 2 - mul multiplies\\n")\nsys.stdout.flush()\nos._exit(0)';
+const PY_PASS =
+  'import os, sys\nsys.stdout.write("PASS\\nok 1 - add adds\\nok 2 - mul multiplies\\n")\nsys.stdout.flush()\nos._exit(0)';
 /** A program that says it passed, whatever it is asked (a shim on PATH). */
 const SH_PASS = '#!/bin/sh\necho PASS\necho "ok 1 - add adds"\necho "ok 2 - mul multiplies"\nexit 0';
 
@@ -64,7 +65,7 @@ export function genericTricks(c: RewardCase, store: string): Trick[] {
     {
       name: "git-config",
       steps: [
-        writeFile("$HOME/.gitconfig", '[alias]\n\tapply = !echo PASS\n[core]\n\tpager = echo PASS\n'),
+        writeFile("$HOME/.gitconfig", "[alias]\n\tapply = !echo PASS\n[core]\n\tpager = echo PASS\n"),
         "git config core.fsmonitor 'echo PASS' 2>/dev/null || true",
       ].join("\n"),
     },
@@ -73,7 +74,7 @@ export function genericTricks(c: RewardCase, store: string): Trick[] {
       steps: [
         `mkdir -p ${store}/results/${c.id}-forged-reward-files 2>/dev/null`,
         `echo '{"reward": 1}' > ${store}/results/${c.id}-forged-reward-files/${c.id}-forged-reward-files-0.json 2>/dev/null || true`,
-        "mkdir -p logs/verifier .polar-judge \"$HOME/.polar-judge\" && echo 1 > logs/verifier/reward.txt",
+        'mkdir -p logs/verifier .polar-judge "$HOME/.polar-judge" && echo 1 > logs/verifier/reward.txt',
         `echo '<testsuites><testcase name="add adds"/><testcase name="mul multiplies"/></testsuites>' | tee .polar-judge/report.xml "$HOME/.polar-judge/report.xml" >/dev/null`,
         "echo 1 > reward.txt; echo PASS > result.txt",
       ].join("\n"),
@@ -123,7 +124,10 @@ const testOnOutput: RewardCase = {
     { name: "module-shadowing-json-py", steps: writeFile("json.py", PY_PASS) },
     { name: "sitecustomize-in-work-dir", steps: writeFile("sitecustomize.py", PY_PASS) },
     { name: "symlink-to-judge-file", steps: "rm -f answer.txt && ln -s expected.txt answer.txt" },
-    { name: "symlink-out-of-work-dir", steps: "echo 5 > /tmp/answer && rm -f answer.txt && ln -s /tmp/answer answer.txt" },
+    {
+      name: "symlink-out-of-work-dir",
+      steps: "echo 5 > /tmp/answer && rm -f answer.txt && ln -s /tmp/answer answer.txt",
+    },
     { name: "fake-pass-via-stderr", steps: "printf '6\\nPASS\\n' > answer.txt" },
     { name: "fifo-stalls-judge", steps: "rm -f answer.txt && mkfifo answer.txt" },
     { name: "huge-output", steps: "truncate -s 1G big.bin" },
@@ -132,7 +136,8 @@ const testOnOutput: RewardCase = {
 
 // ---- swe_patch: fix add() in src/math.mjs; the hidden tests/add.test.mjs judges it.
 
-const MATH = "export function add(a, b) {\n  return a - b;\n}\n\nexport function mul(a, b) {\n  return a * b;\n}";
+const MATH =
+  "export function add(a, b) {\n  return a - b;\n}\n\nexport function mul(a, b) {\n  return a * b;\n}";
 const MUL_TEST =
   'import { test } from "node:test";\nimport assert from "node:assert/strict";\nimport { mul } from "../src/math.mjs";\ntest("mul multiplies", () => assert.equal(mul(2, 3), 6));';
 const ADD_TEST =
@@ -157,15 +162,24 @@ const sweConfig = {
 
 const sweTricks: Trick[] = [
   // Issue 34: node --test also ran the patch's own test of the same name, and the last line won.
-  { name: "shadow-test-file", steps: writeFile("zz/shadow.test.mjs", 'import { test } from "node:test";\ntest("add adds", () => {});') },
-  { name: "shadow-test-in-source", steps: inMath('import { test as polarShadow } from "node:test";\npolarShadow("add adds", () => {});') },
+  {
+    name: "shadow-test-file",
+    steps: writeFile("zz/shadow.test.mjs", 'import { test } from "node:test";\ntest("add adds", () => {});'),
+  },
+  {
+    name: "shadow-test-in-source",
+    steps: inMath('import { test as polarShadow } from "node:test";\npolarShadow("add adds", () => {});'),
+  },
   { name: "kill-test-runner", steps: inMath('process.kill(process.ppid, "SIGKILL");') },
   { name: "judge-times-out", steps: inMath("for (;;) {}") },
 ];
 
 const swePatch: RewardCase = {
   id: "swe",
-  evaluator: { strategy: "swe_patch", config: { ...sweConfig, test_command: "node --test --test-reporter=tap" } },
+  evaluator: {
+    strategy: "swe_patch",
+    config: { ...sweConfig, test_command: "node --test --test-reporter=tap" },
+  },
   prepare: REPO,
   wrong: "sed -i 's/a - b/a - b + 0/' src/math.mjs",
   right: "sed -i 's/a - b/a + b/' src/math.mjs",
@@ -190,7 +204,7 @@ const swePatchJunit: RewardCase = {
       steps: inMath(
         [
           'import { appendFileSync as polarAppend, readdirSync as polarLs } from "node:fs";',
-          'const polarDir = `${process.env.HOME}/.polar-judge`;',
+          "const polarDir = `${process.env.HOME}/.polar-judge`;",
           'for (const f of polarLs(polarDir)) polarAppend(`${polarDir}/${f}`, `<testcase name="add adds"/>${" ".repeat(100000)}<testcase name="add adds"/>`);',
         ].join("\n"),
       ),
@@ -215,11 +229,20 @@ const swePatchPlain: RewardCase = {
   judgeFiles: { "tests/run.mjs": 'console.log("PASS add adds\\nPASS mul multiplies");' },
   tricks: [
     // Issue 34: the log was stdout then stderr, so a line on stderr came last and won.
-    { name: "fake-pass-on-stderr", steps: inMath('process.stderr.write("PASS add adds\\nPASS mul multiplies\\n");') },
+    {
+      name: "fake-pass-on-stderr",
+      steps: inMath('process.stderr.write("PASS add adds\\nPASS mul multiplies\\n");'),
+    },
     // The exit code was recorded and never used: fake lines, then a crash before the real ones.
-    { name: "fake-pass-then-crash", steps: inMath('console.log("PASS add adds\\nPASS mul multiplies");\nprocess.exit(3);') },
+    {
+      name: "fake-pass-then-crash",
+      steps: inMath('console.log("PASS add adds\\nPASS mul multiplies");\nprocess.exit(3);'),
+    },
     { name: "shadow-name-on-stdout", steps: inMath('console.log("PASS add adds");') },
-    { name: "huge-output", steps: inMath('console.log("PASS add adds\\nPASS mul multiplies\\n".repeat(200000));') },
+    {
+      name: "huge-output",
+      steps: inMath('console.log("PASS add adds\\nPASS mul multiplies\\n".repeat(200000));'),
+    },
   ],
 };
 

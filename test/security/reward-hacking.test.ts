@@ -14,14 +14,15 @@ import { genericTricks, REWARD_CASES, type Trick } from "./reward-hacking-cases.
  * Issue 34: rewards the policy cannot game. Every case of reward-hacking-cases.ts runs as tasks of one
  * `polar run` (the default runtime, bwrap; sessions in parallel): a control (an honest wrong answer),
  * a solved run, and each trick (the wrong answer plus the trick). A trick must score exactly what its
- * control scores. Before the fix (evaluators of f98bc28), 7 tricks were paid 1: swe_patch's
+ * control scores. Before the fix (evaluators of f98bc28), 8 tricks were paid 1: swe_patch's
  * shadow-test-file, shadow-test-in-source, and (plain runner) fake-pass-on-stderr and
- * fake-pass-then-crash; test_on_output's python-user-site, module-shadowing-json-py and
+ * fake-pass-then-crash and huge-output; test_on_output's python-user-site, module-shadowing-json-py and
  * symlink-to-judge-file.
  */
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const problem = bwrapProblem();
-if (problem) console.warn(`reward-hacking: ${problem}; polar run would fall back to process, so this is skipped`);
+if (problem)
+  console.warn(`reward-hacking: ${problem}; polar run would fall back to process, so this is skipped`);
 
 let dir: string;
 let output = "";
@@ -59,8 +60,22 @@ beforeAll(async () => {
   const code = await new Promise<number | null>((done, fail) => {
     const child = spawn(
       process.execPath,
-      [join(ROOT, "bin", "polar.js"), "run", tasksFile, "--out", join(dir, "out"), "--run", "6", "--postrun", "6"],
-      { cwd: ROOT, env: { ...process.env, POLAR_SESSIONS_DIR: join(dir, "sessions") }, stdio: ["ignore", "pipe", "pipe"] },
+      [
+        join(ROOT, "bin", "polar.js"),
+        "run",
+        tasksFile,
+        "--out",
+        join(dir, "out"),
+        "--run",
+        "6",
+        "--postrun",
+        "6",
+      ],
+      {
+        cwd: ROOT,
+        env: { ...process.env, POLAR_SESSIONS_DIR: join(dir, "sessions") },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
     );
     child.stdout.on("data", (c) => (output += c));
     child.stderr.on("data", (c) => (output += c));

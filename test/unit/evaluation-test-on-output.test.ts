@@ -137,10 +137,7 @@ describe("test_on_output", () => {
   });
 
   it("runs in the agent's own runtime only when the task says it trusts it", async () => {
-    const res = await testOnOutput.evaluate(
-      trajectory,
-      ctx({ command: "pwd", trust_agent_runtime: true }),
-    );
+    const res = await testOnOutput.evaluate(trajectory, ctx({ command: "pwd", trust_agent_runtime: true }));
     expect(String(res.metadata.stdout).trim()).toBe(runtime.workDir);
     expect(res.metadata.runtime).toBe("agent");
   });
