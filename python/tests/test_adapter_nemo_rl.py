@@ -7,8 +7,8 @@ The numbers (support/trainer_shard.py, Polar's session rule, plain GRPO: NeMo RL
 ``use_leave_one_out_baseline=False``): tools-0, tools-1, tools-2 get 0.577, 0.577, -1.155; the
 split-0 traces 1.155, the four other split traces -0.577. NeMo RL groups by prompt tokens; every
 split session's first traces share a prompt, and so do their second traces, so its own estimator
-gives these numbers here. With the whole sequence as ``length`` every sample is its own group and
-every advantage 0.
+gives these numbers here. With the whole sequence as ``length`` every sample (each session's
+sampled tokens made distinct, as a real policy's are) is its own group and every advantage 0.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from nemo_rl.algorithms.advantage_estimator import AdvEstimatorConfig, GRPOAdvan
 from nemo_rl.algorithms.grpo import add_grpo_token_loss_masks_and_generation_logprobs, extract_initial_prompt_messages
 from nemo_rl.data.llm_message_utils import batched_message_log_to_flat_message
 from support.rows import row
-from support.trainer_shard import PAD, POLAR_ADVANTAGE, scored_traces, shard_traces
+from support.trainer_shard import PAD, POLAR_ADVANTAGE, scored_traces, shard_traces, with_distinct_samples
 
 from polar_rollouts import Trace
 from polar_rollouts.adapters.behaviour_logprobs import LogprobsError
@@ -79,12 +79,12 @@ def test_nemo_rls_flattening_and_masks_give_prompt_response_and_loss_mask() -> N
 
 
 def test_nemo_rls_grpo_estimator_gives_polars_session_advantages() -> None:
-    traces = scored_traces()
+    traces = with_distinct_samples(scored_traces())
     flat, _, advantages = nemo_grpo_step(batch_of(traces), nemo_estimator())
     expected = [POLAR_ADVANTAGE[t.session_id] for t in traces]
     np.testing.assert_allclose(advantages[:, 0].numpy(), expected, rtol=1e-5)
     # Polar's estimator (same interface) agrees on this shard.
-    _, _, ours = nemo_grpo_step(batch_of(scored_traces()), PolarGRPOAdvantageEstimator())
+    _, _, ours = nemo_grpo_step(batch_of(traces), PolarGRPOAdvantageEstimator())
     np.testing.assert_allclose(ours[:, 0].numpy(), expected, rtol=1e-5)
 
 
@@ -92,7 +92,7 @@ def test_polars_estimator_keeps_split_sessions_whose_later_prompts_differ() -> N
     """A second trace's prompt holds its session's own history (different tool output in real
     runs). NeMo RL's estimator then sees each such trace alone and gives it 0; Polar's counts each
     session once in the task's group."""
-    traces = scored_traces()
+    traces = with_distinct_samples(scored_traces())
     for t in traces:
         if t.group_id == "split" and t.trace_index == 1:
             t.prompt_ids = t.prompt_ids.copy()

@@ -12,6 +12,8 @@ split: sessions split-0..2, two traces each (per_request builder); rewards 1, 0,
 from __future__ import annotations
 
 import math
+
+import numpy as np
 from pathlib import Path
 
 from polar_rollouts import Trace, filter_traces, read_shard_file
@@ -51,3 +53,14 @@ def tool_output_positions(trace: Trace) -> list[int]:
     """Response positions of inserted (mask 0) tokens that are followed by sampled ones."""
     last_sampled = max(i for i, m in enumerate(trace.loss_mask) if m == 1)
     return [i for i, m in enumerate(trace.loss_mask) if m == 0 and i < last_sampled]
+
+
+def with_distinct_samples(traces: list[Trace]) -> list[Trace]:
+    """The dry-run policy samples every session of a task token for token; a real policy does not.
+    Each session's first sampled token is made its own, so a trainer that groups by the whole
+    sequence (instead of the prompt) sees every sample alone."""
+    for t in traces:
+        first = int(np.flatnonzero(t.loss_mask)[0])
+        t.response_ids = t.response_ids.copy()
+        t.response_ids[first] = 1000 + t.sample_index
+    return traces
