@@ -5,8 +5,8 @@ Checked against TRL 1.16.0 (``trl/trainer/grpo_trainer.py``). In GRPOTrainer,
 included) and ``tool_mask`` takes inserted tokens out of the loss (0 on tool output, as its own
 multi-turn rollout marks them, or a ``rollout_func``'s ``env_mask``); the loss mask is their
 product. ``old_per_token_logps`` are the training model's own logprobs before the update (TRL
-computes them); the engine's go in ``sampling_per_token_logps``, which drives its
-importance-sampling correction. The loss reads ``advantages``.
+computes them); the engine's go in ``sampling_per_token_logps``, from which TRL builds its
+importance-sampling ratio and its off-policy mask. The loss reads ``advantages``.
 
 ``to_grpo_inputs`` gives the batch ``GRPOTrainer._generate_and_score_completions`` returns, so a
 subclass that overrides that method (to train on Polar's rollouts instead of generating) hands it
