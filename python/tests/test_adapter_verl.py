@@ -7,6 +7,7 @@ rows and gives 1.291 / -0.646 on split: that is why the adapter ships ``polar_gr
 
 from __future__ import annotations
 
+import pickle
 import warnings
 
 import numpy as np
@@ -95,6 +96,9 @@ def test_verls_own_reward_and_advantage_code_give_polars_session_advantages() ->
     picked = batch.select_idxs(np.array([t.session_id != "split-1" for t in traces]))
     both = verl_protocol.DataProto.concat([picked, batch.select_idxs(np.array([t.session_id == "split-1" for t in traces]))])
     assert {u.session_id for u in both.non_tensor_batch["uid"]} == {t.session_id for t in traces}
+    # And Ray's pickling between driver and workers.
+    again = pickle.loads(pickle.dumps(batch.non_tensor_batch["uid"]))
+    assert [(str(u), u.session_id) for u in again] == [(t.group_id, t.session_id) for t in traces]
 
 
 def test_tool_output_is_attended_but_not_trained() -> None:
