@@ -28,11 +28,18 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def load_task(path: Path, task_id: str) -> dict[str, object]:
-    for line in path.read_text().splitlines():
-        if line.strip():
+    """The line of a task file with this task_id, read by the rule `polar run` reads it with
+    (batch-runner/submit.ts, docs/tasks.md): one JSON object per line, blank and `//` lines skipped.
+    The control API checks every field when the task is submitted."""
+    for number, line in enumerate(path.read_text().split("\n"), start=1):
+        if line.strip() == "" or line.lstrip().startswith("//"):
+            continue
+        try:
             task = json.loads(line)
-            if task.get("task_id") == task_id:
-                return dict(task)
+        except json.JSONDecodeError as err:
+            raise SystemExit(f"{path}:{number}: not valid JSON: {err} (a task file holds one task per line)") from None
+        if isinstance(task, dict) and task.get("task_id") == task_id:
+            return dict(task)
     raise SystemExit(f"no task {task_id!r} in {path}")
 
 

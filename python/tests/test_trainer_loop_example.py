@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
-from conftest import ROOT
+import pytest
+from conftest import ROOT, node
 
 
 def test_trainer_loop_runs_a_group(control_stack: dict[str, Any]) -> None:
@@ -61,3 +65,49 @@ def test_trainer_loop_against_polar_serve(polar_serve: dict[str, Any]) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "session py-serve-per-request-0: COMPLETED reward=1.0 traces=2" in done.stdout, done.stdout
     assert len([line for line in done.stdout.splitlines() if line.startswith("optimizer input:")]) == 2, done.stdout
+
+
+def _example_module() -> Any:
+    spec = importlib.util.spec_from_file_location("trainer_loop_example", ROOT / "examples" / "trainer_loop.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _ts_task_ids(path: Path) -> list[str]:
+    """The task ids the CLI's own parser (batch-runner/submit.ts) reads from a file."""
+    script = (
+        "import { readFileSync } from 'node:fs';"
+        "import { parseTasksJsonl } from './batch-runner/submit.ts';"
+        "const p = parseTasksJsonl(readFileSync(process.argv[1], 'utf8'));"
+        "console.log(JSON.stringify({ ids: p.tasks.map((t) => t.task_id), errors: p.errors }));"
+    )
+    done = subprocess.run(
+        [node(), "--input-type=module", "-e", script, str(path)], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    parsed = json.loads(done.stdout)
+    assert parsed["errors"] == [], parsed
+    return list(parsed["ids"])
+
+
+def test_load_task_skips_comment_lines_as_polar_run_does(tmp_path: Path) -> None:
+    """docs/tasks.md allows `//` lines; the example must read every task the CLI reads, and no other."""
+    lines = (ROOT / "examples" / "tasks.jsonl").read_text().splitlines()
+    tasks = tmp_path / "commented.jsonl"
+    tasks.write_text("\n".join(["// my tasks", "", *(f"{line}\n  // after {i}" for i, line in enumerate(lines))]) + "\n")
+    ids = _ts_task_ids(tasks)
+    assert len(ids) == len([line for line in lines if line.strip() and not line.lstrip().startswith("//")])
+    module = _example_module()
+    for task_id in ids:
+        assert module.load_task(tasks, task_id)["task_id"] == task_id
+    with pytest.raises(SystemExit, match="no task 'absent'"):
+        module.load_task(tasks, "absent")
+
+
+def test_load_task_names_the_line_of_a_pretty_printed_file(tmp_path: Path) -> None:
+    tasks = tmp_path / "pretty.jsonl"
+    tasks.write_text('{\n  "task_id": "x",\n  "instruction": "hi"\n}\n')
+    with pytest.raises(SystemExit, match=r"pretty.jsonl:1: not valid JSON: .*one task per line"):
+        _example_module().load_task(tasks, "x")
