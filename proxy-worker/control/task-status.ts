@@ -12,16 +12,32 @@ const ResultStatus = z.object({ status: TrajectoryStatus });
 /** Result files read at once; a task can have thousands, and a Worker allows few open subrequests. */
 const READ_CONCURRENCY = 6;
 
-/** The status of a stored task from what the runners wrote: `results/`, the shard, the cancel marker. */
+/**
+ * The status of a stored task from what the runners wrote: `started/`, `results/`, the shard, the
+ * cancel marker. A cancelled task stays `cancelled` after its (failed) sessions land and the shard
+ * is written: a trainer must not take a cancelled group for a finished one.
+ */
 export async function taskStatus(store: ObjectStore, task: StoredTask): Promise<StatusBody> {
   const id = task.task_id;
-  const [resultKeys, shardKeys, cancelled] = await Promise.all([
+  const [resultKeys, shardKeys, startedKeys, cancelled] = await Promise.all([
     store.list(keys.resultsOfTask(id)),
     store.list(`trajectories/${id}.`),
+    store.list(keys.startedOfTask(id)),
     store.get(keys.cancel(id)).then((b) => b !== null),
   ]);
   const results = resultKeys.filter((k) => k.endsWith(".json"));
-  const counts = { finished: results.length, pending: 0, COMPLETED: 0, TIMEOUT: 0, ERROR: 0, unreadable: 0 };
+  // A result without a start marker: a session ended before its harness ran (cancelled, refused).
+  const started = new Set([...startedKeys, ...results.map((k) => k.slice(0, -".json".length))].map(sessionOf))
+    .size;
+  const counts = {
+    finished: results.length,
+    pending: 0,
+    started,
+    COMPLETED: 0,
+    TIMEOUT: 0,
+    ERROR: 0,
+    unreadable: 0,
+  };
   counts.pending = Math.max(0, task.num_samples - results.length);
   await forEachLimited(results, READ_CONCURRENCY, async (key) => {
     const status = await readStatus(store, key);
@@ -34,7 +50,7 @@ export async function taskStatus(store: ObjectStore, task: StoredTask): Promise<
   const completed = jsonlKey !== null;
   return {
     task_id: id,
-    state: completed ? "completed" : cancelled ? "cancelled" : results.length > 0 ? "running" : "queued",
+    state: cancelled ? "cancelled" : completed ? "completed" : started > 0 ? "running" : "queued",
     submitted_at: task.submitted_at,
     num_samples: task.num_samples,
     counts,
@@ -42,6 +58,10 @@ export async function taskStatus(store: ObjectStore, task: StoredTask): Promise<
     shard_key: completed ? shardKey : null,
     shard_jsonl_key: jsonlKey,
   };
+}
+
+function sessionOf(key: string): string {
+  return key.slice(key.lastIndexOf("/") + 1);
 }
 
 async function readStatus(store: ObjectStore, key: string): Promise<TrajectoryStatus | null> {
