@@ -57,9 +57,7 @@ async function call(method: string, path: string, body?: unknown) {
 const parsed = parseTasksJsonl(await readFile(values.tasks as string, "utf8"));
 for (const e of parsed.errors) console.error(`${values.tasks}:${e.line}: ${e.message}`);
 if (parsed.errors.length > 0) process.exit(1);
-const found = values["task-id"]
-  ? parsed.tasks.find((t) => t.task_id === values["task-id"])
-  : parsed.tasks[0];
+const found = values["task-id"] ? parsed.tasks.find((t) => t.task_id === values["task-id"]) : parsed.tasks[0];
 if (!found) {
   console.error(`no task ${values["task-id"] ?? "at all"} in ${values.tasks}`);
   process.exit(1);

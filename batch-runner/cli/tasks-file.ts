@@ -25,7 +25,9 @@ export async function readTasksFile(
   if (document) {
     // One error per line of a pretty-printed task would bury the one thing to fix.
     console.error(`${file}: ${document}`);
-    console.error(`polar ${command}: ${file} is not a task file; ${refusal.replace(/ \(use --skip-invalid.*\)$/, "")}`);
+    console.error(
+      `polar ${command}: ${file} is not a task file; ${refusal.replace(/ \(use --skip-invalid.*\)$/, "")}`,
+    );
     return null;
   }
   for (const e of parsed.errors) console.error(`${file}:${e.line}: ${e.message}`);

@@ -45,12 +45,18 @@ async function closedPort(): Promise<number> {
 
 describe("polar run failures", () => {
   it("says a pretty-printed task file is not JSON Lines, once, instead of an error per line", async () => {
-    const task = { task_id: "pretty", instruction: "x", agent: { harness: "shell", settings: { command: "true" } } };
+    const task = {
+      task_id: "pretty",
+      instruction: "x",
+      agent: { harness: "shell", settings: { command: "true" } },
+    };
     const file = join(dir, "pretty.jsonl");
     await writeFile(file, `${JSON.stringify(task, null, 2)}\n`);
     const res = polarCli(["run", file, "--out", join(dir, "pretty-out")]);
     expect(res.status).toBe(1);
-    expect(res.stderr).toContain(`${file}: one JSON document over 10 lines; a task file holds one TaskRequest per line`);
+    expect(res.stderr).toContain(
+      `${file}: one JSON document over 10 lines; a task file holds one TaskRequest per line`,
+    );
     expect(res.stderr).toContain("jq -c '.' FILE");
     expect(res.stderr).not.toMatch(/not valid JSON/);
     const list = join(dir, "pretty-list.jsonl");

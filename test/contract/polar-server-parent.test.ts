@@ -62,13 +62,17 @@ describe("a polar server started with npx", () => {
   it.each([
     ["view", () => [dir, "--port", "0"]],
     ["policy", () => ["--port", "0"]],
-  ])("polar %s stops once npx is killed", async (command, args) => {
-    const { child, url } = launch([command, ...args()]);
-    const address = await url;
-    expect(await answers(address)).toBe(true);
-    child.kill("SIGTERM");
-    const deadline = Date.now() + 10_000;
-    while ((await answers(address)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
-    expect(await answers(address)).toBe(false);
-  }, 60_000);
+  ])(
+    "polar %s stops once npx is killed",
+    async (command, args) => {
+      const { child, url } = launch([command, ...args()]);
+      const address = await url;
+      expect(await answers(address)).toBe(true);
+      child.kill("SIGTERM");
+      const deadline = Date.now() + 10_000;
+      while ((await answers(address)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+      expect(await answers(address)).toBe(false);
+    },
+    60_000,
+  );
 });

@@ -260,7 +260,9 @@ describe("GET /v1/tasks/{id} and /trajectories, DELETE /v1/tasks/{id}", () => {
     await store.put(keys.shardJsonl("t-done"), "{}\n");
     const res = await call("DELETE", "/v1/tasks/t-done");
     expect(res.status).toBe(409);
-    expect((await res.json()).error.message).toBe("task t-done already completed: there is nothing to cancel");
+    expect((await res.json()).error.message).toBe(
+      "task t-done already completed: there is nothing to cancel",
+    );
     expect(await store.get(keys.cancel("t-done"))).toBeNull();
     expect((await (await call("GET", "/v1/tasks/t-done")).json()).state).toBe("completed");
   });

@@ -30,7 +30,10 @@ describe("examples/trainer-submit.ts", () => {
   it("skips `//` lines, as docs/tasks.md allows and `polar run` does", async () => {
     const lines = (await readFile(join(repo, "examples/tasks.jsonl"), "utf8")).trim().split("\n");
     const file = join(dir, "commented.jsonl");
-    await writeFile(file, ["// the examples, with notes", ...lines.flatMap((l) => [l, "  // note"])].join("\n"));
+    await writeFile(
+      file,
+      ["// the examples, with notes", ...lines.flatMap((l) => [l, "  // note"])].join("\n"),
+    );
     const res = submit(file, "absent");
     expect(res.stderr).toContain(`no task absent in ${file}`);
     expect(res.stderr).not.toMatch(/SyntaxError/);
@@ -43,7 +46,10 @@ describe("examples/trainer-submit.ts", () => {
 
   it("reports a bad line as `polar run` does, file and line number", async () => {
     const file = join(dir, "typo.jsonl");
-    await writeFile(file, `// one task\n${JSON.stringify({ task_id: "t", instruction: "x", num_sample: 2 })}\n`);
+    await writeFile(
+      file,
+      `// one task\n${JSON.stringify({ task_id: "t", instruction: "x", num_sample: 2 })}\n`,
+    );
     const res = submit(file, "t");
     expect(res.stderr).toMatch(`${file}:2: `);
     expect(res.stderr).toContain(`num_sample: unknown field (did you mean "num_samples"?)`);
