@@ -4,6 +4,8 @@
  * capture) is drained and the call goes to the next healthy replica; one that times out is
  * drained but not retried (it may still be generating).
  */
+
+import { UPSTREAM_SESSION_HEADER } from "../../shared/upstream-session.ts";
 import type { SessionIdentity } from "../auth.ts";
 import { postJson, type SendInit, type Upstream, type UpstreamResult } from "../upstream.ts";
 import type { Replica, ReplicaSet } from "./replicas.ts";
@@ -32,7 +34,9 @@ export async function postRouted(
     const watch = watched(replica.upstream);
     let result: UpstreamResult;
     try {
-      result = await postJson(watch.upstream, path, body);
+      result = await postJson(watch.upstream, path, body, {
+        [UPSTREAM_SESSION_HEADER]: identity.sessionId,
+      });
     } catch (err) {
       got.lease.release("ok");
       throw err;

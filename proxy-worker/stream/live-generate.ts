@@ -1,3 +1,4 @@
+import { UPSTREAM_SESSION_HEADER } from "../../shared/upstream-session.ts";
 import { buildCaptureRecord, type CaptureFacts, CaptureWriteError, writeCapture } from "../capture.ts";
 import type { ChatRequest } from "../chat/types.ts";
 import type { DecodedRequest, ProviderCodec } from "../codecs/codec.ts";
@@ -121,7 +122,11 @@ async function stream(
   try {
     res = await up.fetch(`${upstreamRoot(up.baseUrl)}/v1/chat/completions`, {
       method: "POST",
-      headers: { "content-type": "application/json", accept: "text/event-stream" },
+      headers: {
+        [UPSTREAM_SESSION_HEADER]: facts.identity.sessionId,
+        "content-type": "application/json",
+        accept: "text/event-stream",
+      },
       body: JSON.stringify(body),
       signal,
     });
