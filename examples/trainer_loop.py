@@ -9,6 +9,11 @@ advantage and the behaviour logprobs' mean over the trainable tokens.
     npx polar serve        # prints --proxy URL --control-token TOKEN
     python examples/trainer_loop.py --proxy http://127.0.0.1:8787 --control-token TOKEN \\
         --task-id hello-file --as hello-run-1
+    python examples/trainer_loop.py --proxy http://127.0.0.1:8787 --control-token TOKEN \\
+        --tasks examples/grpo-tasks.jsonl --task-id first-primes --as primes-run-1
+
+The second group's samples follow different script alternatives and get rewards 1, 2/3 and 0, so
+its advantages are not 0 (docs/dry-run-policy.md "Alternatives"); hello-file's samples all score 1.
 
 Needs only `pip install ./python` (numpy, pyarrow; boto3 for --store s3://...).
 """
