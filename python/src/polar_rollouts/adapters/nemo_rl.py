@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..trace import Trace
+from .optional_imports import import_extra
 
 
 def _runs(mask: np.ndarray) -> list[tuple[int, int, int]]:
@@ -32,7 +33,7 @@ def _runs(mask: np.ndarray) -> list[tuple[int, int, int]]:
 def to_message_log(
     trace: Trace, *, decode: Callable[[list[int]], str] | None = None, prompt_role: str = "user"
 ) -> list[dict[str, Any]]:
-    import torch
+    torch = import_extra("torch", extra="torch", needed_by="to_message_log")
 
     def text(ids: np.ndarray) -> str:
         return decode(ids.tolist()) if decode is not None else ""

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..groups import grpo_advantages
 from ..trace import Trace
+from .optional_imports import import_extra
 
 
 def _common(t: Trace, advantage: float) -> dict[str, Any]:
@@ -46,7 +47,7 @@ def to_hf_rows(traces: Sequence[Trace]) -> list[dict[str, Any]]:
 
 
 def to_hf_dataset(traces: Sequence[Trace]) -> Any:
-    from datasets import Dataset
+    Dataset = import_extra("datasets", extra="trl", needed_by="to_hf_dataset").Dataset
 
     return Dataset.from_list(to_hf_rows(traces))
 
@@ -56,7 +57,7 @@ def to_sft_dataset(traces: Sequence[Trace]) -> Any:
     the response) and ``labels`` (the token where the mask is 1, -100 elsewhere, as TRL's SFT
     preparation builds them): only the tokens the policy sampled are trained on, never the
     inserted tool output. ``labels`` is given so ``skip_prepare_dataset=True`` works too."""
-    from datasets import Dataset
+    Dataset = import_extra("datasets", extra="trl", needed_by="to_sft_dataset").Dataset
 
     advantages = grpo_advantages(traces)
     return Dataset.from_list(
