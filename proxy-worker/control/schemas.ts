@@ -17,6 +17,7 @@ export const SubmittedBody = z.object({
 });
 
 export const TASK_STATES = ["queued", "running", "completed", "cancelled"] as const;
+export type TaskState = (typeof TASK_STATES)[number];
 
 export const StatusBody = z.object({
   task_id: z.string(),
