@@ -24,6 +24,8 @@ export interface LocalControlOptions {
   run?: number;
   maxReceives?: number;
   logRequests?: boolean;
+  /** Sessions may run unsandboxed (no working bwrap, or runtime.backend process). */
+  allowUnsandboxed?: boolean;
   log?: (line: string) => void;
   onResult?: (result: SessionResult) => void;
 }
@@ -92,6 +94,7 @@ export async function startLocalControl(opts: LocalControlOptions = {}): Promise
       run: opts.run,
       maxReceives,
       waitSeconds: 1,
+      allowUnsandboxed: opts.allowUnsandboxed,
       log: (line) => log(`[runner] ${line}`),
       onResult: (r) => {
         const why = r.status === "ERROR" && r.error ? `: ${r.error.split("\n", 1)[0]}` : "";

@@ -4,6 +4,8 @@
  * capture) is drained and the call goes to the next healthy replica; one that times out is
  * drained but not retried (it may still be generating).
  */
+
+import { UPSTREAM_SESSION_HEADER } from "../../shared/upstream-session.ts";
 import type { SessionIdentity } from "../auth.ts";
 import type { EngineVersionSpan, EngineVersions } from "../engines/weight-version.ts";
 import { postJson, type SendInit, type Upstream, type UpstreamResult } from "../upstream.ts";
@@ -44,7 +46,9 @@ export async function postRouted(
     try {
       // Read on the replica that will sample, before it starts: names the weights of the first token.
       start = versions ? await versions.read(replica.upstream) : null;
-      result = await postJson(watch.upstream, path, body);
+      result = await postJson(watch.upstream, path, body, {
+        [UPSTREAM_SESSION_HEADER]: identity.sessionId,
+      });
     } catch (err) {
       got.lease.release("ok");
       throw err;

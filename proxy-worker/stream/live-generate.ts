@@ -1,3 +1,4 @@
+import { UPSTREAM_SESSION_HEADER } from "../../shared/upstream-session.ts";
 import {
   buildCaptureRecord,
   type CaptureFacts,
@@ -131,7 +132,11 @@ async function stream(
   try {
     res = await up.fetch(`${upstreamRoot(up.baseUrl)}/v1/chat/completions`, {
       method: "POST",
-      headers: { "content-type": "application/json", accept: "text/event-stream" },
+      headers: {
+        [UPSTREAM_SESSION_HEADER]: facts.identity.sessionId,
+        "content-type": "application/json",
+        accept: "text/event-stream",
+      },
       body: JSON.stringify(body),
       signal,
     });

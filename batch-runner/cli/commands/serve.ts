@@ -2,7 +2,7 @@ import { type Command, UsageError } from "../command.ts";
 import { engineFlag, intFlag, numberFlag, parseFlags, untilSignal, upstreamFlag } from "../flags.ts";
 
 const usage = `Usage: polar serve [--upstream URL] [--engine vllm|sglang] [--port 8787] [--host 127.0.0.1]
-                   [--out DIR] [--control-token T] [--run N] [--log-requests]
+                   [--out DIR] [--control-token T] [--run N] [--log-requests] [--allow-unsandboxed]
 
 The task control API locally, in one command: the proxy with POST/GET/DELETE /v1/tasks and
 /openapi.json, an in-memory queue, a directory store under DIR/store and a batch runner in this
@@ -18,6 +18,8 @@ as signed local download URLs, as an S3 store would presign them. Then, from ano
   --control-token T  the control API's bearer token (or POLAR_CONTROL_TOKEN; random if neither, printed)
   --run N            concurrent harness runs (default 4)
   --log-requests     one line per proxy call: method, path, provider, session, status, ms
+  --allow-unsandboxed  without a working bwrap, run sessions unsandboxed on this host as this
+                     user (otherwise serve refuses to start); also allows runtime.backend process
 
 Jobs live in this process: queued sessions are lost when it stops (results already written stay,
 and resubmitting reruns only the sessions without one). For a fleet use \`polar proxy
@@ -38,6 +40,7 @@ const command: Command = {
         "control-token": { type: "string" },
         run: { type: "string" },
         "log-requests": { type: "boolean" },
+        "allow-unsandboxed": { type: "boolean" },
       },
       strict: true,
       allowPositionals: true,
@@ -57,6 +60,7 @@ const command: Command = {
         controlToken: givenToken,
         run: intFlag("run", values.run, 4, 1, 1024),
         logRequests: values["log-requests"] === true,
+        allowUnsandboxed: values["allow-unsandboxed"] === true,
       });
     } catch (err) {
       if (err instanceof UsageError) throw err;
@@ -64,6 +68,7 @@ const command: Command = {
       return 1;
     }
     console.log(`polar serve: control API and proxy on ${local.url}; store ${local.storeDir}`);
+    console.log(`polar serve: viewer at ${local.url}/viewer/ (same control token)`);
     // A token the user chose is theirs to know; a generated one must be shown to be usable.
     const token = givenToken ? "$POLAR_CONTROL_TOKEN" : local.controlToken;
     if (!givenToken)

@@ -24,6 +24,7 @@ from ..groups import session_grpo_advantages
 from ..trace import Trace
 from .behaviour_logprobs import RawLogprobs, behaviour_logprobs
 from .rewards import require_rewards
+from .optional_imports import import_extra
 
 
 def _runs(mask: np.ndarray) -> list[tuple[int, int, int]]:
@@ -44,7 +45,7 @@ def to_message_log(
     prompt_role: str = "user",
     raw_logprobs: RawLogprobs = "refuse",
 ) -> list[dict[str, Any]]:
-    import torch
+    torch = import_extra("torch", extra="torch", needed_by="to_message_log")
 
     logprobs = behaviour_logprobs(trace, raw_logprobs=raw_logprobs)
 

@@ -26,6 +26,7 @@ from ..groups import grpo_advantages
 from ..trace import Trace
 from .behaviour_logprobs import RawLogprobs, behaviour_logprobs
 from .rewards import require_rewards
+from .optional_imports import import_extra
 
 
 def _flags(t: Trace) -> dict[str, Any]:
@@ -64,7 +65,7 @@ def to_hf_rows(
 
 
 def to_hf_dataset(traces: Sequence[Trace], **kwargs: Any) -> Any:
-    from datasets import Dataset
+    Dataset = import_extra("datasets", extra="trl", needed_by="to_hf_dataset").Dataset
 
     return Dataset.from_list(to_hf_rows(traces, **kwargs))
 
@@ -121,7 +122,7 @@ def to_sft_dataset(traces: Sequence[Trace]) -> Any:
     preparation builds them): only the tokens the policy sampled are trained on, never the
     inserted tool output. ``labels`` is given so ``skip_prepare_dataset=True`` works too. SFT
     needs no reward: ``reward`` is the shard's (None when unscored)."""
-    from datasets import Dataset
+    Dataset = import_extra("datasets", extra="trl", needed_by="to_sft_dataset").Dataset
 
     return Dataset.from_list(
         [

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..trace import Trace
 from .behaviour_logprobs import RawLogprobs, behaviour_logprobs
+from .optional_imports import import_extra
 from .rewards import require_rewards
 
 
@@ -57,7 +58,7 @@ def to_verl_tensors(
     ``policy_version``. A trace without a reward (or without logprobs, when they are asked for)
     is refused by name; a trace longer than a limit is refused, not cut.
     """
-    import torch
+    torch = import_extra("torch", extra="torch", needed_by="to_verl_tensors")
 
     if not traces:
         raise ValueError("no traces")
@@ -120,9 +121,15 @@ def to_verl_tensors(
     return tensors, non_tensors, {}
 
 
-def to_data_proto(traces: Sequence[Trace], **kwargs: Any) -> Any:
-    """A real ``verl.DataProto`` (needs verl; see docs/trainers.md for a CPU install)."""
-    from verl.protocol import DataProto
+def to_data_proto(traces: Sequence[Trace], *, pad_token_id: int, **kwargs: Any) -> Any:
+    """A real ``verl.DataProto`` (needs verl; see docs/trainers.md for a CPU install).
 
-    tensors, non_tensors, meta_info = to_verl_tensors(traces, **kwargs)
+    ``pad_token_id`` fills the padding of ``prompts`` and ``responses``: the tokenizer's
+    ``pad_token_id`` (151643, ``<|endoftext|>``, for Qwen3). Other keyword arguments
+    (``max_prompt_length``, ``max_response_length``, ``logprobs_as_old_log_probs``) are
+    ``to_verl_tensors``'s.
+    """
+    DataProto = import_extra("verl.protocol", extra="verl", needed_by="to_data_proto").DataProto
+
+    tensors, non_tensors, meta_info = to_verl_tensors(traces, pad_token_id=pad_token_id, **kwargs)
     return DataProto.from_dict(tensors=tensors, non_tensors=non_tensors, meta_info=meta_info)
