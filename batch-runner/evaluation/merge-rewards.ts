@@ -25,8 +25,7 @@ export function mergeRewards(
 ): MergedRewards {
   if (trajectory.status === "COMPLETED") {
     const problem =
-      evaluationError ??
-      (evaluation ? checkEvaluation(evaluation, trajectory.traces) : "no evaluation");
+      evaluationError ?? (evaluation ? checkEvaluation(evaluation, trajectory.traces) : "no evaluation");
     if (problem) {
       const errored: Trajectory = { ...trajectory, status: "ERROR", error: trajectory.error ?? problem };
       return { trajectory: masked(errored, "evaluation_error"), reward: 0, error: problem };

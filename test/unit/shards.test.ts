@@ -268,7 +268,10 @@ describe("step_rewards column", () => {
       { start: 3, end: 4, reward: 0 },
     ];
     const rows = shardRows([
-      { ...result, trajectory: { ...result.trajectory, traces: [{ ...first, step_rewards: spans }, ...rest] } },
+      {
+        ...result,
+        trajectory: { ...result.trajectory, traces: [{ ...first, step_rewards: spans }, ...rest] },
+      },
     ]);
     expect(JSON.parse(rows[0].step_rewards ?? "null")).toEqual(spans);
     expect(rows[1].step_rewards).toBeNull();
