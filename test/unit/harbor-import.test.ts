@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { cp, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -187,6 +187,54 @@ describe("Harbor's own tasks", () => {
         "task.toml: environment.network_mode asks for the internet; the sandbox has none (only the model proxy)",
       ]);
       expect(task.instruction).toBe("Write hi to ./out.txt");
+    },
+  );
+
+  it.skipIf(harbor.problem !== null)(
+    "runs a `harbor task init` task end to end with `polar run`: Harbor's tests score the agent",
+    async () => {
+      if (harbor.problem !== null) return;
+      const made = spawnSync(
+        harbor.harbor,
+        ["task", "init", "polar/write-hi", "--verifier-mode", "shared", "--no-pytest", "-p", root],
+        {
+          encoding: "utf8",
+          env: { ...process.env, NO_COLOR: "1" },
+        },
+      );
+      expect(made.status, made.stderr).toBe(0);
+      const dir = join(root, "write-hi");
+      // What a task author fills in; the polar-script block drives the dry-run policy.
+      await writeFile(
+        join(dir, "instruction.md"),
+        "Write hi to /app/out.txt\n\n```polar-script\nshell: echo hi > out.txt\nsay: done\n```\n",
+      );
+      await writeFile(
+        join(dir, "tests", "test.sh"),
+        "#!/bin/bash\nif grep -qx hi /app/out.txt; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n",
+      );
+      const mini = {
+        harness: "shell",
+        settings: { command: "node {{polar_root}}/examples/agents/mini-agent.mjs {{instruction}}" },
+      };
+      const { task } = await importHarborTask(dir, { agent: mini, numSamples: 1 });
+      const tasks = join(root, "harbor-tasks.jsonl");
+      await writeFile(tasks, `${JSON.stringify(task)}\n`);
+      const out = join(root, "harbor-run");
+      const run = spawnSync("node", ["bin/polar.js", "run", tasks, "--out", out], {
+        cwd: ROOT,
+        encoding: "utf8",
+        timeout: 120_000,
+      });
+      expect(run.status, run.stderr + run.stdout).toBe(0);
+      const result = JSON.parse(
+        await readFile(join(out, "store", "results", "write-hi", "write-hi-0.json"), "utf8"),
+      );
+      expect(result).toMatchObject({ status: "COMPLETED", reward: 1 });
+      expect(result.evaluation).toMatchObject({
+        evaluator: "harbor",
+        metadata: { reward_from: "reward.txt", workdir: "/app" },
+      });
     },
   );
 });
