@@ -11,8 +11,8 @@ import { TaskRequest } from "../shared/schemas/task.ts";
 import {
   CliSettings,
   EVALUATOR_CONFIGS,
-  HarborConfig,
   HARNESS_SETTINGS,
+  HarborConfig,
   OpencodeSettings,
   ShellSettings,
   SwePatchConfig,
@@ -193,7 +193,10 @@ export const TABLES: Record<string, { schema: z.ZodType; fields: Record<string, 
       outputs: ["What of the agent's work dir the judge gets (as for `test_on_output`).", '`["."]`'],
       env: ["Environment for `test.sh` (task.toml's `[verifier.env]`).", '`{"MODE": "strict"}`'],
       timeout_seconds: ["Budget for `test.sh` (task.toml's `verifier.timeout_sec`).", "`600`"],
-      reward_key: ["The reward.json key that is the reward; a reward.json with one key uses it whatever its name.", '`"accuracy"`'],
+      reward_key: [
+        "The reward.json key that is the reward; a reward.json with one key uses it whatever its name.",
+        '`"accuracy"`',
+      ],
     },
   },
   "settings.cli": {

@@ -117,7 +117,10 @@ describe("ATIF export read as a chat", () => {
     // A turn's prompt is everything the engine saw before it.
     expect(t.steps[3].metrics?.prompt_token_ids).toEqual([
       ...row.prompt_ids,
-      ...row.response_ids.slice(0, (t.steps[3].extra?.polar as { response_start: number }).response_start),
+      ...row.response_ids.slice(
+        0,
+        (t.steps[3].extra as { polar: { response_start: number } }).polar.response_start,
+      ),
     ]);
   });
 
