@@ -174,3 +174,80 @@ describe.skipIf(!engine.ok)(`proxy against a real vLLM (${engine.ok ? "running" 
     });
   });
 });
+
+/**
+ * What vLLM 0.32 does on the chat token channel that the proxy relies on, checked on the wire so a
+ * vLLM upgrade that changes it fails here (docs/tito.md "Engine support").
+ */
+describe.skipIf(!engine.ok)("vLLM's chat token channel (kv_transfer_params.prompt_token_ids)", () => {
+  const THINK = 151667;
+  const END_THINK = 151668;
+  // <|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\nabc\n</think>\n\nfoo<|im_end|>\n
+  // <|im_start|>user\nagain<|im_end|>\n<|im_start|>assistant\n: an earlier turn's reasoning kept.
+  const SPLICED = [
+    151644,
+    872,
+    198,
+    6023,
+    151645,
+    198,
+    151644,
+    77091,
+    198,
+    THINK,
+    198,
+    13683,
+    198,
+    END_THINK,
+    271,
+    7975,
+    151645,
+    198,
+    151644,
+    872,
+    198,
+    32771,
+    151645,
+    198,
+    151644,
+    77091,
+    198,
+  ];
+  const body = (ids: number[], extra: Record<string, unknown> = {}) => ({
+    model: ENGINE_MODEL,
+    messages: [{ role: "user", content: "again" }],
+    max_tokens: 6,
+    temperature: 0,
+    kv_transfer_params: { prompt_token_ids: ids },
+    ...extra,
+  });
+
+  it("refuses a token prompt longer than the context itself (the proxy passes the 400 on)", async () => {
+    const res = await fetch(`${engine.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body(new Array(32_769).fill(1000))),
+    });
+    expect(res.status).toBe(400);
+    expect(await res.text()).toContain("exceeds model's maximum context length (32768)");
+  });
+
+  it("keeps new reasoning in `reasoning`, streamed and not, after an earlier </think> in the prompt", async () => {
+    const json = await engineAnswer(engine.url, "/v1/chat/completions", body(SPLICED));
+    const message = (json.choices as { message: { content: string | null; reasoning: string | null } }[])[0]
+      .message;
+    expect(message.content).toBeNull();
+    expect(message.reasoning?.length).toBeGreaterThan(0);
+    const res = await fetch(`${engine.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body(SPLICED, { stream: true })),
+    });
+    const deltas = (await res.text())
+      .split("\n")
+      .filter((l) => l.startsWith("data: {"))
+      .map((l) => JSON.parse(l.slice(6)).choices[0]?.delta ?? {});
+    expect(deltas.map((d) => d.reasoning ?? "").join("")).toBe(message.reasoning);
+    expect(deltas.every((d) => !d.content)).toBe(true);
+  });
+});
