@@ -86,8 +86,9 @@ def make_server(agent: PolarAgent, host: str, port: int, name: str) -> Threading
                 except RowError as err:
                     self._send(400, {"error": {"message": str(err)}})
                 except ControlApiError as err:
-                    # A 400 names the TaskRequest field at fault: the row or the template is wrong.
-                    self._send(400 if err.status == 400 else 502, {"error": {"message": str(err)}})
+                    # A 400 names the TaskRequest field at fault (the row or the template is wrong);
+                    # a 409, a task id already used for another request (a --run-id reused).
+                    self._send(err.status if err.status in (400, 409) else 502, {"error": {"message": str(err)}})
                 except TaskFailed as err:
                     self._send(504, {"error": {"message": str(err)}})
             elif self.path == "/aggregate_metrics":
