@@ -16,8 +16,9 @@ from verifiers.v1.utils.decorators import reward
 
 
 class PolarTasksetConfig(TasksetConfig):
-    tasks: Path
-    """A Polar task file: one TaskRequest (JSON) per line, e.g. examples/tasks.jsonl."""
+    # Optional only because verifiers builds the config without flags to list them (--help).
+    tasks: Path | None = None
+    """A Polar task file: one TaskRequest (JSON) per line, e.g. examples/tasks.jsonl (--env.taskset.tasks)."""
 
 
 class PolarData(TaskData):
@@ -38,6 +39,8 @@ class PolarTask(Task[PolarData]):
 
 class PolarTaskset(Taskset[PolarTask, PolarTasksetConfig]):
     def load(self) -> Iterator[PolarTask]:
+        if self.config.tasks is None:
+            raise ValueError("the polar-verifiers taskset needs a Polar task file: --env.taskset.tasks FILE.jsonl")
         path = self.config.tasks.expanduser().resolve()
         with path.open(encoding="utf-8") as lines:
             for n, line in enumerate(lines, start=1):
