@@ -45,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"--task-template {args.task_template}: must hold a JSON object of TaskRequest fields")
     agent = PolarAgent(ControlClient(args.control, args.control_token), template, args.run_id, timeout_s=args.timeout)
     server = make_server(agent, args.host, args.port, args.name)
-    host, port = server.server_address[:2]
+    host, port = str(server.server_address[0]), int(server.server_address[1])
     # The line a script or test waits for; the head_server NeMo Gym is pointed at.
     print(f"polar nemo_gym agent {args.name} at http://{host}:{port} (run id {args.run_id})", flush=True)
     try:

@@ -66,8 +66,7 @@ def make_server(agent: PolarAgent, host: str, port: int, name: str) -> Threading
 
         def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
             if self.path == "/global_config_dict_yaml":
-                host_, port_ = self.server.server_address[:2]
-                me = {"host": host_, "port": port_}
+                me = {"host": host, "port": self.server.server_port}  # type: ignore[attr-defined]
                 config = {"head_server": me, name: {"responses_api_agents": {name: me}}}
                 # NeMo Gym json.loads this body, then reads it as YAML: a JSON string of JSON is both.
                 self._send(200, json.dumps(config))
