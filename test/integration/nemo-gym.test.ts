@@ -42,7 +42,10 @@ beforeAll(async () => {
   const [hello, count] = lines.map((l) => JSON.parse(l));
   // What every row's task starts from: the example's harness, evaluator and budget.
   const { agent: agentSpec, evaluator, timeout_seconds } = hello;
-  await writeFile(join(dir, "template.json"), JSON.stringify({ agent: agentSpec, evaluator, timeout_seconds }));
+  await writeFile(
+    join(dir, "template.json"),
+    JSON.stringify({ agent: agentSpec, evaluator, timeout_seconds }),
+  );
   // Row 0 is a plain NeMo Gym row (the instruction is its input); row 1 names its own task fields.
   rows = [
     { responses_create_params: { input: [{ role: "user", content: hello.instruction }] }, task_id: "hello" },
@@ -67,7 +70,10 @@ beforeAll(async () => {
   });
   agentUrl = await new Promise<URL>((resolve, reject) => {
     let out = "";
-    const timer = setTimeout(() => reject(new Error(`the agent did not start:\n${out}\n${agentLog}`)), 30_000);
+    const timer = setTimeout(
+      () => reject(new Error(`the agent did not start:\n${out}\n${agentLog}`)),
+      30_000,
+    );
     agent.stdout?.setEncoding("utf8").on("data", (c: string) => {
       out += c;
       const m = /agent polar_agent at (http:\/\/\S+)/.exec(out);
@@ -157,9 +163,13 @@ describe.skipIf(!venv.ok)("NeMo Gym's rollout collection against Polar", () => {
       for (const item of items) {
         const start = item.prompt_token_ids.length - row.prompt_ids.length;
         expect(item.prompt_token_ids).toEqual(full.slice(0, item.prompt_token_ids.length));
-        expect(item.generation_token_ids).toEqual(row.response_ids.slice(start, start + item.generation_token_ids.length));
+        expect(item.generation_token_ids).toEqual(
+          row.response_ids.slice(start, start + item.generation_token_ids.length),
+        );
         expect(item.generation_log_probs).toEqual(
-          row.response_logprobs.slice(start, start + item.generation_token_ids.length).map((x) => expect.closeTo(x, 5)),
+          row.response_logprobs
+            .slice(start, start + item.generation_token_ids.length)
+            .map((x) => expect.closeTo(x, 5)),
         );
         covered.push(...item.generation_token_ids.map((_, i) => start + i));
       }
@@ -204,7 +214,11 @@ describe.skipIf(!venv.ok)("NeMo Gym's rollout collection against Polar", () => {
   });
 
   it("a row the control API refuses is a 400 naming the field", async () => {
-    const row = { ...rows[1], polar_task: { task_id: "bad", agent: { harness: "no-such" } }, _ng_task_index: 9 };
+    const row = {
+      ...rows[1],
+      polar_task: { task_id: "bad", agent: { harness: "no-such" } },
+      _ng_task_index: 9,
+    };
     const res = await fetch(new URL("/run", agentUrl), { method: "POST", body: JSON.stringify(row) });
     expect(res.status).toBe(400);
     expect((await res.json()).error.message).toMatch(/harness/);

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -16,7 +16,13 @@ import { type PolarServe, startPolarServe } from "../support/polar-serve.ts";
 const venv = await ecosystemVenv("verifiers");
 if (!venv.ok) console.warn(`skipping the verifiers test: ${venv.reason}`);
 
-type ShardRow = { prompt_ids: number[]; response_ids: number[]; loss_mask: number[]; response_logprobs: number[]; reward: number };
+type ShardRow = {
+  prompt_ids: number[];
+  response_ids: number[];
+  loss_mask: number[];
+  response_logprobs: number[];
+  reward: number;
+};
 type Checked = {
   task: string;
   ok: boolean;
@@ -41,7 +47,11 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-function run(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ status: number | null; out: string; err: string }> {
+function run(
+  cmd: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<{ status: number | null; out: string; err: string }> {
   return new Promise((resolve) => {
     const child = spawn(cmd, args, { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
@@ -89,7 +99,12 @@ describe.skipIf(!venv.ok)("vf-eval on the polar-verifiers taskset", () => {
       .trim()
       .split("\n")
       .map((l) => JSON.parse(l));
-    expect(traces.map((t) => t.task).sort()).toEqual(["count-lines", "count-lines", "hello-file", "hello-file"]);
+    expect(traces.map((t) => t.task).sort()).toEqual([
+      "count-lines",
+      "count-lines",
+      "hello-file",
+      "hello-file",
+    ]);
     expect(new Set(traces.map((t) => t.polar.session_id)).size).toBe(4);
     for (const t of traces) {
       expect(t.ok).toBe(true);
@@ -103,9 +118,15 @@ describe.skipIf(!venv.ok)("vf-eval on the polar-verifiers taskset", () => {
       expect(t.branches).toHaveLength(1);
       const [b] = t.branches;
       expect(b.token_ids).toEqual([...row.prompt_ids, ...row.response_ids]);
-      expect(b.sampled_mask).toEqual([...row.prompt_ids.map(() => false), ...row.loss_mask.map((m) => m === 1)]);
+      expect(b.sampled_mask).toEqual([
+        ...row.prompt_ids.map(() => false),
+        ...row.loss_mask.map((m) => m === 1),
+      ]);
       // traces.jsonl rounds logprobs to 4 decimals; 0 where nothing was sampled.
-      const expected = [...row.prompt_ids.map(() => 0), ...row.response_logprobs.map((x, i) => (row.loss_mask[i] ? x : 0))];
+      const expected = [
+        ...row.prompt_ids.map(() => 0),
+        ...row.response_logprobs.map((x, i) => (row.loss_mask[i] ? x : 0)),
+      ];
       expect(b.logprobs.map((x, i) => Math.abs(x - expected[i]) < 1e-3)).not.toContain(false);
     }
   }, 300_000);

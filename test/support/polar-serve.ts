@@ -4,7 +4,13 @@ import { join } from "node:path";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
-export type PolarServe = { url: string; token: string; child: ChildProcess; output: () => string; stop: () => Promise<void> };
+export type PolarServe = {
+  url: string;
+  token: string;
+  child: ChildProcess;
+  output: () => string;
+  stop: () => Promise<void>;
+};
 
 export async function startPolarServe(dir: string): Promise<PolarServe> {
   const child = spawn(process.execPath, [join(ROOT, "bin/polar.js"), "serve", "--port", "0", "--out", dir], {
