@@ -33,6 +33,28 @@ type Checked = {
   shard: ShardRow[];
 };
 
+/** One verifiers trace of one Polar session: ok, the shard's reward, one branch that is the shard's tokens. */
+function expectShardTrace(t: Checked): void {
+  expect(t.ok).toBe(true);
+  expect(t.polar.status).toBe("COMPLETED");
+  const [row, ...more] = t.shard;
+  expect(more).toHaveLength(0);
+  expect(t.reward).toBe(row.reward);
+  expect(t.calls).toBe(t.polar.calls);
+  expect(t.calls).toBeGreaterThanOrEqual(2);
+  // Append-only: the whole session is one training sample, token for token the shard's.
+  expect(t.branches).toHaveLength(1);
+  const [b] = t.branches;
+  expect(b.token_ids).toEqual([...row.prompt_ids, ...row.response_ids]);
+  expect(b.sampled_mask).toEqual([...row.prompt_ids.map(() => false), ...row.loss_mask.map((m) => m === 1)]);
+  // traces.jsonl rounds logprobs to 4 decimals; 0 where nothing was sampled.
+  const expected = [
+    ...row.prompt_ids.map(() => 0),
+    ...row.response_logprobs.map((x, i) => (row.loss_mask[i] ? x : 0)),
+  ];
+  expect(b.logprobs.map((x, i) => Math.abs(x - expected[i]) < 1e-3)).not.toContain(false);
+}
+
 let dir: string;
 let serve: PolarServe;
 
@@ -66,7 +88,7 @@ function run(
   });
 }
 
-describe.skipIf(!venv.ok)("vf-eval on the polar-verifiers taskset", () => {
+describe.skipIf(!venv.ok)("verifiers on the polar-verifiers taskset", () => {
   it("runs each rollout as a Polar session and records the shard's tokens and reward", async () => {
     const store = join(dir, "serve/store");
     const env = {
@@ -91,7 +113,7 @@ describe.skipIf(!venv.ok)("vf-eval on the polar-verifiers taskset", () => {
     expect(res.status, `${res.err.slice(-4000)}\n${serve.output().slice(-2000)}`).toBe(0);
     const check = await run(
       venv.python,
-      [join(ROOT, "test/support/vf-trace-check.py"), join(dir, "out/polar"), store],
+      [join(ROOT, "test/support/vf-trace-check.py"), "run", join(dir, "out/polar"), store],
       env,
     );
     expect(check.status, check.err).toBe(0);
@@ -106,28 +128,28 @@ describe.skipIf(!venv.ok)("vf-eval on the polar-verifiers taskset", () => {
       "hello-file",
     ]);
     expect(new Set(traces.map((t) => t.polar.session_id)).size).toBe(4);
-    for (const t of traces) {
-      expect(t.ok).toBe(true);
-      expect(t.polar.status).toBe("COMPLETED");
-      const [row, ...more] = t.shard;
-      expect(more).toHaveLength(0);
-      expect(t.reward).toBe(row.reward);
-      expect(t.calls).toBe(t.polar.calls);
-      expect(t.calls).toBeGreaterThanOrEqual(2);
-      // Append-only: the whole session is one training sample, token for token the shard's.
-      expect(t.branches).toHaveLength(1);
-      const [b] = t.branches;
-      expect(b.token_ids).toEqual([...row.prompt_ids, ...row.response_ids]);
-      expect(b.sampled_mask).toEqual([
-        ...row.prompt_ids.map(() => false),
-        ...row.loss_mask.map((m) => m === 1),
-      ]);
-      // traces.jsonl rounds logprobs to 4 decimals; 0 where nothing was sampled.
-      const expected = [
-        ...row.prompt_ids.map(() => 0),
-        ...row.response_logprobs.map((x, i) => (row.loss_mask[i] ? x : 0)),
-      ];
-      expect(b.logprobs.map((x, i) => Math.abs(x - expected[i]) < 1e-3)).not.toContain(false);
-    }
+    for (const t of traces) expectShardTrace(t);
+  }, 300_000);
+
+  it("runs a rollout through verifiers' env server, the way prime-rl's orchestrator does", async () => {
+    const store = join(dir, "serve/store");
+    const env = {
+      ...venv.env,
+      POLAR_CONTROL_URL: serve.url,
+      POLAR_CONTROL_TOKEN: serve.token,
+      POLAR_STORE: store,
+    };
+    const check = await run(
+      venv.python,
+      [join(ROOT, "test/support/vf-trace-check.py"), "serve", join(ROOT, "examples/tasks.jsonl"), store],
+      env,
+    );
+    expect(check.status, check.err.slice(-4000)).toBe(0);
+    const traces: Checked[] = check.out
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(traces.map((t) => t.task)).toEqual(["hello-file"]);
+    expectShardTrace(traces[0]);
   }, 300_000);
 });
