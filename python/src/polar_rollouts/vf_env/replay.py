@@ -11,6 +11,7 @@ sampled ids and their logprobs (``model_calls``), so what prime-rl trains on equ
 from __future__ import annotations
 
 import gzip
+import inspect
 import json
 from collections.abc import Callable
 from typing import Any
@@ -76,7 +77,7 @@ def commit_session(trace: VfTrace, result: SessionResult, read_capture: Callable
                 completion_ids=call.generation_ids,
                 completion_logprobs=call.generation_logprobs,
             )
-            node = graph.prepare_turn(trace, request.messages, request.tools).commit(response)
+            node = _commit(trace, request.messages, request.tools, response)
             trace.calls.append(
                 ModelCall(
                     node=node,
@@ -88,3 +89,14 @@ def commit_session(trace: VfTrace, result: SessionResult, read_capture: Callable
             )
             committed += 1
     return committed
+
+
+def _commit(trace: VfTrace, messages: Any, tools: Any, response: Any) -> int:
+    """``prepare_turn(...).commit(...)``. The 0.4.0 wheel takes the tools when the turn is
+    prepared; the verifiers commit prime-rl pins (a60a606, also "0.4.0") takes them at commit
+    (``prepare_turn(trace, prompt)``, ``commit(response, tools)``). Only the wheel is tested."""
+    if "tools" in inspect.signature(graph.PendingTurn.commit).parameters:
+        node: int = graph.prepare_turn(trace, messages).commit(response, tools)
+    else:
+        node = graph.prepare_turn(trace, messages, tools).commit(response)
+    return node
