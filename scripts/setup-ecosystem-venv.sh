@@ -29,14 +29,21 @@ if [ -x "$venv/bin/python" ] && check; then
   exit 0
 fi
 
-# Python >= 3.12 (nemo-gym requires it): $PYTHON312, python3.12 on PATH, or pyenv's 3.12.
-python=${PYTHON312:-}
-if [ -z "$python" ]; then
-  if command -v python3.12 >/dev/null; then python=python3.12
-  elif command -v pyenv >/dev/null && pyenv prefix 3.12.1 >/dev/null 2>&1; then python="$(pyenv prefix 3.12.1)/bin/python3"
-  else echo "no Python 3.12 (set PYTHON312, or install python3.12)" >&2; exit 1
-  fi
+# Python >= 3.12 (nemo-gym requires it): $PYTHON312, else the first of python3.12, python3 and
+# pyenv's newest 3.12 that runs and is new enough (a pyenv shim may exist yet refuse to run).
+pyenv_312=""
+if command -v pyenv >/dev/null; then
+  v=$(pyenv versions --bare 2>/dev/null | grep -E '^3\.12(\.|$)' | tail -1 || true)
+  [ -n "$v" ] && pyenv_312="$(pyenv prefix "$v")/bin/python3"
 fi
+python=""
+for candidate in "${PYTHON312:-}" python3.12 python3 "$pyenv_312"; do
+  if [ -n "$candidate" ] && "$candidate" -c 'import sys, venv; assert sys.version_info >= (3, 12)' 2>/dev/null; then
+    python=$candidate
+    break
+  fi
+done
+[ -n "$python" ] || { echo "no Python >= 3.12 with venv (set PYTHON312, or install python3.12)" >&2; exit 1; }
 started=$SECONDS
 "$python" -m venv --clear "$venv"
 "$venv/bin/pip" install --quiet --disable-pip-version-check "$spec" numpy pyarrow

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -129,6 +129,42 @@ describe.skipIf(!venv.ok)("verifiers on the polar-verifiers taskset", () => {
     ]);
     expect(new Set(traces.map((t) => t.polar.session_id)).size).toBe(4);
     for (const t of traces) expectShardTrace(t);
+  }, 300_000);
+
+  it("cancels the Polar session when verifiers' rollout timeout cancels the harness", async () => {
+    const store = join(dir, "serve/store");
+    const env = {
+      ...venv.env,
+      POLAR_CONTROL_URL: serve.url,
+      POLAR_CONTROL_TOKEN: serve.token,
+      POLAR_STORE: store,
+    };
+    const [hello] = (await readFile(join(ROOT, "examples/tasks.jsonl"), "utf8")).split("\n");
+    const slow = {
+      ...JSON.parse(hello),
+      task_id: "slow",
+      instruction: "Wait.\n\n```polar-script\nshell: sleep 30\nsay: Done.\n```\n",
+    };
+    await writeFile(join(dir, "slow.jsonl"), `${JSON.stringify(slow)}\n`);
+    await run(
+      venv.bin("vf-eval"),
+      [
+        "polar-verifiers",
+        ...["--env.taskset.tasks", join(dir, "slow.jsonl"), "--env.agent.timeout.rollout", "3"],
+        ...["-n", "1", "-r", "1", "--env.agent.runtime.type", "subprocess"],
+        ...["--model", "policy", "--client.base-url", "http://127.0.0.1:9/v1"],
+        ...["--no-push", "--no-rich", "-o", join(dir, "out"), "--run.name", "slow", "--clean"],
+      ],
+      env,
+    );
+    const [task] = (await readdir(join(store, "tasks")))
+      .filter((f) => f.startsWith("slow."))
+      .map((f) => f.slice(0, -5));
+    expect(task).toBeDefined();
+    const status = await fetch(`${serve.url}/v1/tasks/${task}`, {
+      headers: { authorization: `Bearer ${serve.token}` },
+    });
+    expect((await status.json()).cancelled).toBe(true);
   }, 300_000);
 
   it("runs a rollout through verifiers' env server, the way prime-rl's orchestrator does", async () => {

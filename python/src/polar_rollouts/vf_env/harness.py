@@ -62,7 +62,13 @@ class PolarHarness(Harness[PolarHarnessConfig]):
         if not isinstance(request, dict):
             raise HarnessError("the Polar harness runs Polar tasks: use it with the polar-verifiers taskset")
         task = session_task(request, trace.id, ctx)
-        result = await asyncio.to_thread(self._run, task)
+        try:
+            result = await asyncio.to_thread(self._run, task)
+        except asyncio.CancelledError:
+            # verifiers' rollout timeout cancels launch(): stop the Polar session too (its
+            # waiting thread then sees the task cancelled and ends) rather than let it run on.
+            await asyncio.to_thread(self._cancel, task["task_id"])
+            raise
         calls = commit_session(
             trace, result, capture_reader(open_store(self.config.store), result.task_id, result.session_id)
         )
@@ -93,6 +99,12 @@ class PolarHarness(Harness[PolarHarnessConfig]):
         except (ControlApiError, TaskFailed) as err:
             raise HarnessError(f"Polar task {task['task_id']}: {err}") from err
         raise HarnessError(f"Polar task {task['task_id']} completed without a session result")
+
+    def _cancel(self, task_id: str) -> None:
+        try:
+            ControlClient(self.config.control, self.config.control_token).cancel(task_id)
+        except ControlApiError:
+            pass  # already completed (409) or unreachable: nothing left to stop from here
 
 
 def session_task(request: dict[str, Any], rollout_id: str, ctx: ModelContext) -> dict[str, Any]:
