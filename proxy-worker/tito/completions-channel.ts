@@ -45,7 +45,11 @@ export function completionsRequest(chat: ChatRequest, ids: number[]): Record<str
 }
 
 /** The completions answer as the chat completion vLLM's parsers would have made of it. */
-export function chatFromCompletion(res: UpstreamResult, parser: OutputParser): UpstreamResult {
+export function chatFromCompletion(
+  res: UpstreamResult,
+  parser: OutputParser,
+  thinking: boolean,
+): UpstreamResult {
   if (!res.ok) return res;
   const choice = Array.isArray(res.body.choices) ? res.body.choices[0] : undefined;
   if (!isObject(choice) || typeof choice.text !== "string") {
@@ -53,7 +57,7 @@ export function chatFromCompletion(res: UpstreamResult, parser: OutputParser): U
   }
   let n = 0;
   const idBase = typeof res.body.id === "string" ? res.body.id : "cmpl";
-  const parsed = parseOutput(parser, choice.text, () => `chatcmpl-tool-${idBase}-${n++}`);
+  const parsed = parseOutput(parser, choice.text, () => `chatcmpl-tool-${idBase}-${n++}`, thinking);
   const finish =
     parsed.toolCalls.length > 0 && choice.finish_reason === "stop" ? "tool_calls" : choice.finish_reason;
   return {
