@@ -2,14 +2,14 @@
  * vLLM's native token-in, token-out endpoint, `POST /inference/v1/generate` (server started with
  * `--enable-scale-out`; vLLM >= 0.32): the prompt is the ids, nothing is rendered, and the answer
  * reports which weight version sampled each output token (`weight_versions` spans). As on
- * `/v1/completions`, the proxy parses reasoning and tool calls itself (the parser named for the
- * model) and hands on a chat completion in vLLM's shape, so everything after reads it as chat.
+ * `/v1/completions`, the answer is parsed by the proxy (parsed-answer.ts).
  * Request and answer: vllm/entrypoints/scale_out/token_in_token_out/protocol.py.
  */
 import type { ChatRequest } from "../chat/types.ts";
 import { isObject, isTokenIdArray } from "../engines/engine.ts";
 import { postJson, type Upstream, type UpstreamResult } from "../upstream.ts";
-import { type OutputParser, parseOutput } from "./output-parsers.ts";
+import type { OutputParser } from "./output-parsers.ts";
+import { parsedChatCompletion } from "./parsed-answer.ts";
 
 export const GENERATE_PATH = "/inference/v1/generate";
 
@@ -53,41 +53,28 @@ export function chatFromGenerate(
       message: `upstream ${GENERATE_PATH} answer has no choices[0].text and token_ids`,
     };
   }
-  let n = 0;
-  const idBase = typeof res.body.request_id === "string" ? res.body.request_id : "generate";
-  const parsed = parseOutput(parser, choice.text, () => `chatcmpl-tool-${idBase}-${n++}`, thinking);
-  const finish =
-    parsed.toolCalls.length > 0 && choice.finish_reason === "stop" ? "tool_calls" : choice.finish_reason;
-  return {
-    ok: true,
-    status: res.status,
-    body: {
-      id: `chatcmpl-${idBase}`,
-      object: "chat.completion",
+  return parsedChatCompletion(
+    {
+      status: res.status,
+      id: `chatcmpl-${typeof res.body.request_id === "string" ? res.body.request_id : "generate"}`,
       created: res.body.created,
       model: res.body.model,
-      choices: [
-        {
-          index: 0,
-          message: {
-            role: "assistant",
-            content: parsed.content,
-            reasoning: parsed.reasoning,
-            tool_calls: parsed.toolCalls,
-          },
-          logprobs: chatLogprobs(choice.logprobs),
-          finish_reason: finish,
-          stop_reason: choice.stop_reason ?? null,
-          token_ids: choice.token_ids,
-          // Per-token versions, read by engines/vllm.ts.
-          ...(Array.isArray(choice.weight_versions) ? { weight_versions: choice.weight_versions } : {}),
-        },
-      ],
+      text: choice.text,
+      finishReason: choice.finish_reason,
+      stopReason: choice.stop_reason,
+      logprobs: chatLogprobs(choice.logprobs),
       usage: res.body.usage,
+      // Per-token versions, read by engines/vllm.ts.
+      choiceExtras: {
+        token_ids: choice.token_ids,
+        ...(Array.isArray(choice.weight_versions) ? { weight_versions: choice.weight_versions } : {}),
+      },
       // The endpoint's prompt is the ids by contract (it renders nothing and does not echo them).
-      prompt_token_ids: ids,
+      rootExtras: { prompt_token_ids: ids },
     },
-  };
+    parser,
+    thinking,
+  );
 }
 
 /** `logprobs.content[]` entries carry `token_id` and `logprob`; chat's carry `token` and `logprob`. */

@@ -9,6 +9,7 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { sseData } from "../../test/support/answer-shape.ts";
 import { ENGINE_FIXTURE_DIR, ENGINE_FIXTURE_REQUESTS } from "../../test/support/engine-fixture-requests.ts";
 
 const url = process.argv[2];
@@ -24,13 +25,7 @@ for (const fixture of ENGINE_FIXTURE_REQUESTS) {
     body: JSON.stringify(fixture.body),
   });
   const text = await res.text();
-  const answer = fixture.body.stream
-    ? text
-        .split("\n")
-        .filter((l) => l.startsWith("data: "))
-        .map((l) => l.slice(6))
-        .map((d) => (d === "[DONE]" ? d : JSON.parse(d)))
-    : JSON.parse(text);
+  const answer = fixture.body.stream ? sseData(text) : JSON.parse(text);
   const file = join(ENGINE_FIXTURE_DIR, `${fixture.name}.json`);
   writeFileSync(file, `${JSON.stringify({ status: res.status, request: fixture, answer }, null, 1)}\n`);
   console.log(`${res.status} ${file}`);

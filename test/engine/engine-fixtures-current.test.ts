@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { shapeOf, streamOutline } from "../support/answer-shape.ts";
+import { shapeOf, sseData, streamOutline } from "../support/answer-shape.ts";
 import { ENGINE_FIXTURE_DIR, ENGINE_FIXTURE_REQUESTS } from "../support/engine-fixture-requests.ts";
 import { realEngine } from "../support/real-engine.ts";
 
@@ -28,11 +28,7 @@ describe.skipIf(!engine.ok)("the recorded vLLM fixtures are what the engine answ
       const text = await res.text();
       expect(res.status).toBe(recorded.status);
       if (request.body.stream) {
-        const chunks = text
-          .split("\n")
-          .filter((l) => l.startsWith("data: "))
-          .map((l) => l.slice(6))
-          .map((d) => (d === "[DONE]" ? d : JSON.parse(d)));
+        const chunks = sseData(text);
         expect(streamOutline(chunks)).toEqual(streamOutline(recorded.answer as unknown[]));
         expect(shapeOf(chunks)).toEqual(shapeOf(recorded.answer));
       } else {

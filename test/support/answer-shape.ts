@@ -64,3 +64,12 @@ function chunkKind(c: unknown): string {
     .map((k) => (k === "reasoning" || k === "content" ? "text" : k));
   return `delta:${[...new Set(keys)].sort().join(",")}`;
 }
+
+/** The `data:` payloads of an SSE body, JSON-parsed, the final `[DONE]` kept as the string. */
+export function sseData(text: string): unknown[] {
+  return text
+    .split("\n")
+    .filter((l) => l.startsWith("data: "))
+    .map((l) => l.slice(6))
+    .map((d) => (d === "[DONE]" ? d : JSON.parse(d)));
+}

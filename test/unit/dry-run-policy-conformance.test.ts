@@ -8,7 +8,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { shapeOf, streamOutline } from "../support/answer-shape.ts";
+import { shapeOf, sseData, streamOutline } from "../support/answer-shape.ts";
 import { ENGINE_FIXTURE_DIR, ENGINE_FIXTURE_REQUESTS } from "../support/engine-fixture-requests.ts";
 import { type PolicyServer, startPolicy } from "../support/policy.ts";
 
@@ -34,13 +34,7 @@ async function policyAnswer(
     body: JSON.stringify(body),
   });
   const text = await res.text();
-  const answer = body.stream
-    ? text
-        .split("\n")
-        .filter((l) => l.startsWith("data: "))
-        .map((l) => l.slice(6))
-        .map((d) => (d === "[DONE]" ? d : JSON.parse(d)))
-    : JSON.parse(text);
+  const answer = body.stream ? sseData(text) : JSON.parse(text);
   return { status: res.status, answer };
 }
 
