@@ -24,6 +24,12 @@ export async function startFakeUpstream(
         res.end('{"object":"list","data":[{"id":"m","max_model_len":4096}]}');
         return;
       }
+      // As a vLLM without the RL endpoints: `/weight_info` and any other route are not there.
+      if (!req.url?.startsWith("/v1/chat/completions")) {
+        res.writeHead(404, { "content-type": "application/json" });
+        res.end('{"detail":"Not Found"}');
+        return;
+      }
       state.chatCalls++;
       if (answer) return answer(req, res);
       res.writeHead(200, { "content-type": "application/json" });
