@@ -21,6 +21,10 @@ export interface LocalControlOptions {
   port?: number;
   /** The control API's credential; random when not given (printed by `polar serve`). */
   controlToken?: string;
+  /** Enables `/admin/policy-version` (a trainer tells the proxy which weights serve). */
+  adminToken?: string;
+  /** The version stamped on captures until the admin endpoint changes it (engines that report none). */
+  policyVersion?: string;
   run?: number;
   maxReceives?: number;
   logRequests?: boolean;
@@ -81,6 +85,8 @@ export async function startLocalControl(opts: LocalControlOptions = {}): Promise
       logRequests: opts.logRequests,
       log: (m) => log(`[proxy] ${m}`),
       control: { jobs: queue, controlToken, presignGet: downloads.presignGet },
+      ...(opts.adminToken ? { adminToken: opts.adminToken } : {}),
+      ...(opts.policyVersion ? { policyVersion: opts.policyVersion } : {}),
       extraRoutes: await viewerRoutes(store, controlToken),
     });
     closers.unshift(() => proxy.close());

@@ -2,7 +2,8 @@ import { type Command, UsageError } from "../command.ts";
 import { engineFlag, intFlag, numberFlag, parseFlags, untilSignal, upstreamFlag } from "../flags.ts";
 
 const usage = `Usage: polar serve [--upstream URL] [--engine vllm|sglang] [--port 8787] [--host 127.0.0.1]
-                   [--out DIR] [--control-token T] [--run N] [--log-requests]
+                   [--out DIR] [--control-token T] [--admin-token T] [--policy-version V]
+                   [--run N] [--log-requests]
 
 The task control API locally, in one command: the proxy with POST/GET/DELETE /v1/tasks and
 /openapi.json, an in-memory queue, a directory store under DIR/store and a batch runner in this
@@ -16,6 +17,9 @@ as signed local download URLs, as an S3 store would presign them. Then, from ano
   --port, --host     where the proxy listens (default 127.0.0.1:8787)
   --out DIR          output directory (default .polar/serve; the store is DIR/store)
   --control-token T  the control API's bearer token (or POLAR_CONTROL_TOKEN; random if neither, printed)
+  --admin-token T    enables /admin/policy-version (or POLAR_ADMIN_TOKEN): a trainer that syncs
+                     weights tells the proxy the new version (docs/proxy.md "Policy version")
+  --policy-version V version stamped on captures when the engine reports none
   --run N            concurrent harness runs (default 4)
   --log-requests     one line per proxy call: method, path, provider, session, status, ms
 
@@ -36,6 +40,8 @@ const command: Command = {
         host: { type: "string" },
         out: { type: "string" },
         "control-token": { type: "string" },
+        "admin-token": { type: "string" },
+        "policy-version": { type: "string" },
         run: { type: "string" },
         "log-requests": { type: "boolean" },
       },
@@ -55,6 +61,8 @@ const command: Command = {
         host: values.host,
         outDir: values.out,
         controlToken: givenToken,
+        adminToken: values["admin-token"] || process.env.POLAR_ADMIN_TOKEN || undefined,
+        policyVersion: values["policy-version"],
         run: intFlag("run", values.run, 4, 1, 1024),
         logRequests: values["log-requests"] === true,
       });
