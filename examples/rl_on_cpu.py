@@ -130,7 +130,8 @@ def task_for(run_id: str, iteration: int, group: int, args: argparse.Namespace) 
             "strategy": "test_on_output",
             "config": {
                 "command": "node lowercase-score.mjs",
-                "files": {"lowercase-score.mjs": {"from": str(ROOT / "examples" / "rl" / "lowercase-score.mjs")}},
+                # inline: a runner reads no host files for tasks (only from --files-dir)
+                "files": {"lowercase-score.mjs": (ROOT / "examples" / "rl" / "lowercase-score.mjs").read_text()},
                 "expected_lines": [f"ok {i}" for i in range(1, SCORE_LINES + 1)],
                 "partial_credit": True,
             },
@@ -173,7 +174,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--max-staleness", type=int, default=1, help="drop samples more versions old than this")
     ap.add_argument("--logprob-tolerance", type=float, default=1e-3, help="max |trainer - captured| logprob (nats)")
     ap.add_argument("--run", type=int, default=4, help="concurrent sessions in the runner")
-    ap.add_argument("--runtime", default="process", help="runtime.backend of the tasks (process, bwrap, ...)")
+    ap.add_argument("--runtime", default="bwrap", help="runtime.backend of the tasks (process, bwrap, ...)")
     ap.add_argument(
         "--break",
         dest="broken",
