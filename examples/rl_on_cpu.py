@@ -146,13 +146,25 @@ def version_of(value: str | None) -> int | None:
         return None
 
 
-def response_logprobs(model: Any, trace: Trace) -> torch.Tensor:
-    """log p(response token | everything before it) under `model`, one per response token."""
-    ids = torch.from_numpy(np.concatenate([trace.prompt_ids, trace.response_ids]).astype(np.int64))[None]
-    p, r = len(trace.prompt_ids), len(trace.response_ids)
-    hidden = model.model(input_ids=ids).last_hidden_state[0, p - 1 : p + r - 1]
-    logits = model.lm_head(hidden).float()
-    return torch.log_softmax(logits, dim=-1).gather(1, ids[0, p:, None]).squeeze(1)
+def response_logprobs(model: Any, traces: list[Trace], selects: list[np.ndarray]) -> list[torch.Tensor]:
+    """log p(token | everything before it) under `model` at the selected response positions of
+    each trace. One right-padded forward: causal attention never looks at the padding after a
+    sequence, so each row computes what it would alone; the LM head runs only where selected."""
+    lengths = [len(t.prompt_ids) + len(t.response_ids) for t in traces]
+    ids = torch.zeros((len(traces), max(lengths)), dtype=torch.int64)
+    for i, t in enumerate(traces):
+        ids[i, : lengths[i]] = torch.from_numpy(np.concatenate([t.prompt_ids, t.response_ids]).astype(np.int64))
+    hidden = model.model(input_ids=ids).last_hidden_state
+    rows, cols, sizes = [], [], []
+    for i, (t, sel) in enumerate(zip(traces, selects)):
+        at = np.flatnonzero(sel) + len(t.prompt_ids)  # the selected tokens' positions in the row
+        rows.append(np.full(len(at), i))
+        cols.append(at)
+        sizes.append(len(at))
+    r, c = torch.from_numpy(np.concatenate(rows)), torch.from_numpy(np.concatenate(cols))
+    logits = model.lm_head(hidden[r, c - 1]).float()
+    lp = torch.log_softmax(logits, dim=-1).gather(1, ids[r, c][:, None]).squeeze(1)
+    return list(torch.split(lp, sizes))
 
 
 def mask_runs(mask: np.ndarray) -> int:
@@ -173,6 +185,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--clip", type=float, default=0.2, help="PPO clip range of the importance ratio")
     ap.add_argument("--max-staleness", type=int, default=1, help="drop samples more versions old than this")
     ap.add_argument("--logprob-tolerance", type=float, default=1e-3, help="max |trainer - captured| logprob (nats)")
+    ap.add_argument("--chunk", type=int, default=8, help="traces per trainer forward pass")
     ap.add_argument("--run", type=int, default=4, help="concurrent sessions in the runner")
     ap.add_argument("--runtime", default="bwrap", help="runtime.backend of the tasks (process, bwrap, ...)")
     ap.add_argument(
@@ -197,7 +210,11 @@ def main(argv: list[str]) -> int:
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
     model_dir = out / "model"
-    shutil.copytree(ROOT / ".cache" / "engine" / "tiny-qwen3", model_dir)
+    tiny = ROOT / ".cache" / "engine" / "tiny-qwen3"
+    if not (tiny / "model.safetensors").exists():  # the engine lane's model, made once (seconds)
+        subprocess.run(["bash", str(ROOT / "scripts" / "engine.sh"), "setup"], check=True, cwd=ROOT)
+    # A copy: each sync overwrites the weights file the engine reloads from.
+    shutil.copytree(tiny, model_dir)
     config = json.loads((model_dir / "config.json").read_text())
     if config.get("tie_word_embeddings", True):
         # Measured on vLLM 0.32 CPU: reload_weights fails to load a tied LM head and keeps the
@@ -349,30 +366,42 @@ def train(
         total_tokens = float(sum(m.sum() for m in masks)) or 1.0
         diffs: list[np.ndarray] = []
         optimizer.zero_grad(set_to_none=True)
-        loaded_check: int | None = None
-        for t, adv, mask in zip(kept, advantages, masks):
-            captured = torch.from_numpy(np.asarray(t.response_logprobs, dtype=np.float32))
-            new_lp = response_logprobs(model, t)
-            trainable = mask.bool()
-            v_start, v_end = version_of(t.policy_version), version_of(t.policy_version_end)
-            if v_start == v_end and v_start is not None:
-                if v_start == version:
-                    under_sampler = new_lp.detach()
-                elif v_start in snapshots:
-                    if loaded_check != v_start:
-                        check_model.load_state_dict(snapshots[v_start])
-                        loaded_check = v_start
+        # Per trace: the positions the loss uses and the ones the engine sampled (the same
+        # unless --break mask-shift); logprobs are computed at their union, in chunks of traces.
+        originals = [t.loss_mask.astype(bool) for t in kept]
+        selects = [m.numpy().astype(bool) | o for m, o in zip(masks, originals)]
+        for lo in range(0, len(kept), args.chunk):
+            part = list(range(lo, min(lo + args.chunk, len(kept))))
+            new_lps = response_logprobs(model, [kept[i] for i in part], [selects[i] for i in part])
+            # The logprob check: every trace sampled by one version, recomputed under that version.
+            by_version: dict[int, list[int]] = {}
+            for k, i in enumerate(part):
+                t = kept[i]
+                v_start, v_end = version_of(t.policy_version), version_of(t.policy_version_end)
+                if v_start is not None and v_start == v_end:
+                    by_version.setdefault(v_start, []).append(k)
+            for v, ks in by_version.items():
+                if v == version:
+                    under = [new_lps[k].detach() for k in ks]
+                elif v in snapshots:
+                    check_model.load_state_dict(snapshots[v])
                     with torch.no_grad():
-                        under_sampler = response_logprobs(check_model, t)
+                        under = response_logprobs(check_model, [kept[part[k]] for k in ks], [selects[part[k]] for k in ks])
                 else:
-                    under_sampler = None
-                if under_sampler is not None:
-                    diffs.append((under_sampler - captured)[trainable].abs().numpy())
-            ratio = torch.exp(new_lp - captured)
-            a = float(adv)
-            surrogate = torch.minimum(ratio * a, torch.clamp(ratio, 1 - args.clip, 1 + args.clip) * a)
-            loss = -(surrogate * mask).sum() / total_tokens
-            if a != 0.0:
+                    continue
+                for k, lp_v in zip(ks, under):
+                    i = part[k]
+                    captured = torch.from_numpy(np.asarray(kept[i].response_logprobs, dtype=np.float32)[selects[i]])
+                    diffs.append((lp_v - captured)[torch.from_numpy(masks[i].numpy()[selects[i]] > 0)].abs().numpy())
+            loss = torch.zeros(())
+            for k, i in enumerate(part):
+                t, mask = kept[i], masks[i].numpy()[selects[i]]
+                captured = torch.from_numpy(np.asarray(t.response_logprobs, dtype=np.float32)[selects[i]])
+                a = float(advantages[i])
+                ratio = torch.exp(new_lps[k] - captured)  # behaviour = the captured logprobs
+                surrogate = torch.minimum(ratio * a, torch.clamp(ratio, 1 - args.clip, 1 + args.clip) * a)
+                loss = loss - (surrogate * torch.from_numpy(mask)).sum() / total_tokens
+            if loss.requires_grad:
                 loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
