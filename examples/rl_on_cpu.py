@@ -181,8 +181,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--groups", type=int, default=2, help="task groups per iteration (one prompt each)")
     ap.add_argument("--group-size", type=int, default=8, help="sessions per group (GRPO group)")
     ap.add_argument("--max-tokens", type=int, default=12, help="tokens per model call (two calls a session)")
-    ap.add_argument("--lr", type=float, default=2e-2)
+    ap.add_argument("--lr", type=float, default=5e-2)
     ap.add_argument("--clip", type=float, default=0.2, help="PPO clip range of the importance ratio")
+    ap.add_argument("--is-cap", type=float, default=2.0, help="truncation of the importance weight (TIS)")
     ap.add_argument("--max-staleness", type=int, default=1, help="drop samples more versions old than this")
     ap.add_argument("--logprob-tolerance", type=float, default=1e-3, help="max |trainer - captured| logprob (nats)")
     ap.add_argument("--chunk", type=int, default=8, help="traces per trainer forward pass")
@@ -365,6 +366,7 @@ def train(
             masks.append(torch.from_numpy(m))
         total_tokens = float(sum(m.sum() for m in masks)) or 1.0
         diffs: list[np.ndarray] = []
+        weights: list[np.ndarray] = []
         optimizer.zero_grad(set_to_none=True)
         # Per trace: the positions the loss uses and the ones the engine sampled (the same
         # unless --break mask-shift); logprobs are computed at their union, in chunks of traces.
@@ -398,9 +400,16 @@ def train(
                 t, mask = kept[i], masks[i].numpy()[selects[i]]
                 captured = torch.from_numpy(np.asarray(t.response_logprobs, dtype=np.float32)[selects[i]])
                 a = float(advantages[i])
-                ratio = torch.exp(new_lps[k] - captured)  # behaviour = the captured logprobs
-                surrogate = torch.minimum(ratio * a, torch.clamp(ratio, 1 - args.clip, 1 + args.clip) * a)
-                loss = loss - (surrogate * torch.from_numpy(mask)).sum() / total_tokens
+                # Decoupled PPO (the proximal policy is the trainer's weights at this step, the
+                # behaviour policy the engine's captured logprobs): the importance weight
+                # pi_theta / pi_behaviour corrects for samples of an older version and is
+                # truncated at --is-cap; the PPO ratio against the proximal policy is clipped.
+                weight = torch.exp(new_lps[k].detach() - captured).clamp(max=args.is_cap)
+                ratio = torch.exp(new_lps[k] - new_lps[k].detach())
+                surrogate = weight * torch.minimum(ratio * a, torch.clamp(ratio, 1 - args.clip, 1 + args.clip) * a)
+                trainable = torch.from_numpy(mask)
+                loss = loss - (surrogate * trainable).sum() / total_tokens
+                weights.append(weight[trainable > 0].numpy())
             if loss.requires_grad:
                 loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -436,6 +445,7 @@ def train(
             "checked_tokens": int(all_diffs.size),
             "logprob_diff_mean": diff_mean,
             "logprob_diff_max": diff_max,
+            "importance_weight_mean": float(np.concatenate(weights).mean()) if weights else None,
             "versions": {str(v): versions.count(v) for v in sorted(set(known))},
             "trained_version": version - 1,
             "rollout_s": round(rollout_s, 2),
