@@ -37,7 +37,11 @@ for (const next of [followUp, null]) {
   // A random-weight model may open a <think> block: its reasoning is text it sampled too.
   const text = `${message.reasoning ?? message.reasoning_content ?? ""}${message.content ?? ""}`;
   said.push(text);
-  messages.push({ role: "assistant", content: message.content ?? "", ...(message.reasoning ? { reasoning: message.reasoning } : {}) });
+  messages.push({
+    role: "assistant",
+    content: message.content ?? "",
+    ...(message.reasoning ? { reasoning: message.reasoning } : {}),
+  });
   if (next !== null) messages.push({ role: "user", content: next });
 }
 writeFileSync("answer.txt", said.join("\n"));

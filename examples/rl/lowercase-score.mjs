@@ -23,4 +23,6 @@ const score = chars.length === 0 ? 0 : (letters / chars.length) * Math.min(1, le
 const k = Math.floor(score * 100 + 1e-9);
 const lines = [];
 for (let i = 1; i <= k; i++) lines.push(`ok ${i}`);
-process.stdout.write(`${lines.join("\n")}\nscore ${score.toFixed(4)} (${letters} letters of ${chars.length} characters)\n`);
+process.stdout.write(
+  `${lines.join("\n")}\nscore ${score.toFixed(4)} (${letters} letters of ${chars.length} characters)\n`,
+);

@@ -3,7 +3,9 @@ import { describe, expect, it } from "vitest";
 import { markersOf } from "../../viewer/web/trace-rows.js";
 
 /** The trace page's policy-version markers (docs/viewer.md): only where known and where they change. */
-function versionMarkers(spans: Array<{ start: number; version_start: string | null; version_end: string | null }>) {
+function versionMarkers(
+  spans: Array<{ start: number; version_start: string | null; version_end: string | null }>,
+) {
   const t = { prompt_len: 10, ids: new Array(40).fill(0), extras: { version_spans: spans }, break: null };
   const out: Array<[number, string]> = [];
   for (const [pos, marks] of markersOf(t) as Map<number, Array<{ kind: string; label: string }>>)
