@@ -8,6 +8,8 @@ export default defineConfig({
     pool: "forks",
     testTimeout: 30_000,
     hookTimeout: 120_000,
+    // Stops the real engines (vLLM) test files started, once, at the end of the run.
+    globalSetup: ["./test/support/real-engine-teardown.ts"],
     reporters: ["default", "./test/support/summary-reporter.ts"],
   },
 });

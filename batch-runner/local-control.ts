@@ -21,13 +21,11 @@ export interface LocalControlOptions {
   port?: number;
   /** The control API's credential; random when not given (printed by `polar serve`). */
   controlToken?: string;
-  /** Enables `/admin/policy-version` (a trainer tells the proxy which weights serve). */
-  adminToken?: string;
-  /** The version stamped on captures until the admin endpoint changes it (engines that report none). */
-  policyVersion?: string;
   run?: number;
   maxReceives?: number;
   logRequests?: boolean;
+  /** Sessions may run unsandboxed (no working bwrap, or runtime.backend process). */
+  allowUnsandboxed?: boolean;
   log?: (line: string) => void;
   onResult?: (result: SessionResult) => void;
 }
@@ -85,8 +83,6 @@ export async function startLocalControl(opts: LocalControlOptions = {}): Promise
       logRequests: opts.logRequests,
       log: (m) => log(`[proxy] ${m}`),
       control: { jobs: queue, controlToken, presignGet: downloads.presignGet },
-      ...(opts.adminToken ? { adminToken: opts.adminToken } : {}),
-      ...(opts.policyVersion ? { policyVersion: opts.policyVersion } : {}),
       extraRoutes: await viewerRoutes(store, controlToken),
     });
     closers.unshift(() => proxy.close());
@@ -98,6 +94,7 @@ export async function startLocalControl(opts: LocalControlOptions = {}): Promise
       run: opts.run,
       maxReceives,
       waitSeconds: 1,
+      allowUnsandboxed: opts.allowUnsandboxed,
       log: (line) => log(`[runner] ${line}`),
       onResult: (r) => {
         const why = r.status === "ERROR" && r.error ? `: ${r.error.split("\n", 1)[0]}` : "";

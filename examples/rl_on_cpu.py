@@ -11,7 +11,7 @@ token-out, so one spliced trace per session), scored by the test_on_output evalu
 examples/rl/lowercase-score.mjs. The trainer reads the group shards with polar_rollouts, checks
 them (versions, masks, logprobs), takes a GRPO step in PyTorch (transformers Qwen3ForCausalLM,
 float32) and pushes the weights to the engine: pause, save, reload_weights, update_weight_version
-(and the proxy's /admin/policy-version), resume. `--mode one-step-off` samples iteration i+1
+(the proxy reads the engine's /weight_info around every call), resume. `--mode one-step-off` samples iteration i+1
 while the step on iteration i runs (one step stale, bounded by --max-staleness).
 
 Writes DIR/curve.jsonl (one object per iteration), DIR/curve.png (reward against version),
@@ -21,6 +21,7 @@ DIR/store, DIR/engine.log and DIR/serve.log. Exits 1 if a faithfulness check fai
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import secrets
@@ -240,9 +241,9 @@ def main(argv: list[str]) -> int:
 
     engine_port, proxy_port = free_port(), free_port()
     engine_url = f"http://127.0.0.1:{engine_port}"
-    admin_token, control_token = secrets.token_hex(16), secrets.token_hex(16)
+    control_token = secrets.token_hex(16)
     engine_log, serve_log = out / "engine.log", out / "serve.log"
-    env = {**os.environ, "POLAR_ADMIN_TOKEN": "", "POLAR_CONTROL_TOKEN": ""}
+    env = {**os.environ, "POLAR_CONTROL_TOKEN": ""}
     engine: subprocess.Popen[bytes] | None = None
     serve: subprocess.Popen[bytes] | None = None
     t_start = time.monotonic()
@@ -259,8 +260,7 @@ def main(argv: list[str]) -> int:
             raise SystemExit("rl_on_cpu: node (>= 22.18) must be on PATH for polar serve")
         serve = subprocess.Popen(
             [node, str(ROOT / "bin" / "polar.js"), "serve", "--upstream", engine_url, "--port", str(proxy_port),
-             "--out", str(out), "--control-token", control_token, "--admin-token", admin_token,
-             "--policy-version", "0", "--run", str(args.run)],
+             "--out", str(out), "--control-token", control_token, "--run", str(args.run)],
             stdout=serve_log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT, env=env,
         )  # fmt: skip
         proxy_url = f"http://127.0.0.1:{proxy_port}"
@@ -269,7 +269,7 @@ def main(argv: list[str]) -> int:
               f"(ready in {time.monotonic() - t_start:.0f}s)", flush=True)  # fmt: skip
         client = ControlClient(proxy_url, control_token)
         return train(args, out, model, check_model, optimizer, engine_keys, weights_file, save_file,
-                     client, engine_url, proxy_url, admin_token, t_start)  # fmt: skip
+                     client, engine_url, t_start)  # fmt: skip
     finally:
         stop(serve, signal.SIGINT)
         stop(engine, signal.SIGTERM)
@@ -278,7 +278,7 @@ def main(argv: list[str]) -> int:
 def train(
     args: argparse.Namespace, out: Path, model: Any, check_model: Any, optimizer: torch.optim.Optimizer,
     engine_keys: list[str], weights_file: Path, save_file: Any, client: ControlClient,
-    engine_url: str, proxy_url: str, admin_token: str, t_start: float,
+    engine_url: str, t_start: float,
 ) -> int:  # fmt: skip
     run_id = f"rl-s{args.seed}-{secrets.token_hex(3)}"
     version = 0  # the trainer's weights; the engine serves the same after each sync
@@ -307,8 +307,8 @@ def train(
         save_file({k: state[k].detach().contiguous() for k in engine_keys}, str(weights_file), metadata={"format": "pt"})
         if args.broken != "skip-reload":
             http("POST", f"{engine_url}/collective_rpc", {"method": "reload_weights"})
+        # The proxy reads /weight_info before and after every call: nothing to tell it.
         http("POST", f"{engine_url}/update_weight_version", {"new_version": str(new_version)})
-        http("POST", f"{proxy_url}/admin/policy-version", {"version": str(new_version)}, token=admin_token)
         reported = http("GET", f"{engine_url}/weight_info")["weight_version"]
         if reported != str(new_version):
             failures.append(f"engine reports weight version {reported!r} after the sync to {new_version}")
@@ -342,6 +342,12 @@ def train(
                 problems.append(f"session {t.session_id}: a trainable token lacks a logprob")
             if mask_runs(t.loss_mask) < 2:
                 problems.append(f"session {t.session_id}: {mask_runs(t.loss_mask)} sampled turn(s) in the trace, expected 2")
+        for task_id in pending.task_ids:  # the captures themselves: versions the engine reported
+            for path in (out / "store" / "captures" / task_id).rglob("*.json.gz"):
+                capture = json.loads(gzip.decompress(path.read_bytes()))
+                if capture.get("policy_version_source") != "engine":
+                    problems.append(f"capture {path.name}: policy_version_source "
+                                    f"{capture.get('policy_version_source')!r}, not the engine")  # fmt: skip
         versions = [version_of(t.policy_version) for t in traces]
         known = [v for v in versions if v is not None]
         sampled_by = min(known) if known else None

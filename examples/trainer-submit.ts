@@ -11,6 +11,7 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { parquetReadObjects } from "hyparquet";
+import { parseTasksJsonl } from "../batch-runner/submit.ts";
 
 const { values } = parseArgs({
   options: {
@@ -51,12 +52,17 @@ async function call(method: string, path: string, body?: unknown) {
   return json;
 }
 
-// 1. The task: a line of a TaskRequest JSONL file (the first, or --task-id), optionally renamed.
-const lines = (await readFile(values.tasks as string, "utf8")).split("\n").filter((l) => l.trim());
-const tasks = lines.map((l) => JSON.parse(l));
-const task = values["task-id"] ? tasks.find((t) => t.task_id === values["task-id"]) : tasks[0];
-if (!task) throw new Error(`no task ${values["task-id"]} in ${values.tasks}`);
-if (values.as) task.task_id = values.as;
+// 1. The task: a line of a TaskRequest JSONL file (the first, or --task-id), optionally renamed. Read
+// with the parser `polar run` and `polar submit` use, so `//` lines and every check are the same.
+const parsed = parseTasksJsonl(await readFile(values.tasks as string, "utf8"));
+for (const e of parsed.errors) console.error(`${values.tasks}:${e.line}: ${e.message}`);
+if (parsed.errors.length > 0) process.exit(1);
+const found = values["task-id"] ? parsed.tasks.find((t) => t.task_id === values["task-id"]) : parsed.tasks[0];
+if (!found) {
+  console.error(`no task ${values["task-id"] ?? "at all"} in ${values.tasks}`);
+  process.exit(1);
+}
+const task = { ...found, task_id: values.as ?? found.task_id };
 
 const submitted = await call("POST", "/v1/tasks", task);
 console.log(

@@ -9,6 +9,11 @@ advantage and the behaviour logprobs' mean over the trainable tokens.
     npx polar serve        # prints --proxy URL --control-token TOKEN
     python examples/trainer_loop.py --proxy http://127.0.0.1:8787 --control-token TOKEN \\
         --task-id hello-file --as hello-run-1
+    python examples/trainer_loop.py --proxy http://127.0.0.1:8787 --control-token TOKEN \\
+        --tasks examples/grpo-tasks.jsonl --task-id first-primes --as primes-run-1
+
+The second group's samples follow different script alternatives and get rewards 1, 2/3 and 0, so
+its advantages are not 0 (docs/dry-run-policy.md "Alternatives"); hello-file's samples all score 1.
 
 Needs only `pip install ./python` (numpy, pyarrow; boto3 for --store s3://...).
 """
@@ -28,11 +33,18 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def load_task(path: Path, task_id: str) -> dict[str, object]:
-    for line in path.read_text().splitlines():
-        if line.strip():
+    """The line of a task file with this task_id, read by the rule `polar run` reads it with
+    (batch-runner/submit.ts, docs/tasks.md): one JSON object per line, blank and `//` lines skipped.
+    The control API checks every field when the task is submitted."""
+    for number, line in enumerate(path.read_text().split("\n"), start=1):
+        if line.strip() == "" or line.lstrip().startswith("//"):
+            continue
+        try:
             task = json.loads(line)
-            if task.get("task_id") == task_id:
-                return dict(task)
+        except json.JSONDecodeError as err:
+            raise SystemExit(f"{path}:{number}: not valid JSON: {err} (a task file holds one task per line)") from None
+        if isinstance(task, dict) and task.get("task_id") == task_id:
+            return dict(task)
     raise SystemExit(f"no task {task_id!r} in {path}")
 
 

@@ -11,6 +11,7 @@ import type { Gateway, ProxyDeps } from "./deps.ts";
 import { detectRoute, type Route, servedRoutes, splitTokenPrefix } from "./detect.ts";
 import { ENGINES } from "./engines/engine.ts";
 import { engineAdapters } from "./engines/registry.ts";
+import { EngineVersions } from "./engines/weight-version.ts";
 import { handleGenerate } from "./generate.ts";
 import { resolveLimits } from "./limits.ts";
 import { ProxyMetrics } from "./metrics.ts";
@@ -88,6 +89,7 @@ function resolve(deps: ProxyDeps): Gateway {
     limits,
     adminTokens: parseCredentials(deps.adminToken),
     policyVersion,
+    engineVersions: new EngineVersions(deps.engineVersions ?? engine.name === "vllm", deps.clock),
     clock: deps.clock ?? Date.now,
     codecs: deps.codecs ?? defaultCodecs,
     log,

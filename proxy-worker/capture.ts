@@ -3,8 +3,10 @@ import type { GzipFn } from "../shared/encoding/gzip.ts";
 import { keys } from "../shared/keys.ts";
 import type { CaptureRecord, CaptureSampling, Provider, StreamStatus } from "../shared/schemas/capture.ts";
 import type { ObjectStore } from "../shared/store/object-store.ts";
+import { recordedBody, type TokenChannel } from "../shared/upstream-request.ts";
 import type { SessionIdentity } from "./auth.ts";
 import { type EngineReading, isObject } from "./engines/engine.ts";
+import type { EngineVersionSpan } from "./engines/weight-version.ts";
 
 export interface CaptureFacts {
   captureId: string;
@@ -17,6 +19,8 @@ export interface CaptureFacts {
   /** `request` as the JSON bytes the client sent, when in hand. */
   requestJson?: Uint8Array;
   chatRequest: unknown;
+  /** A token prompt posted instead of `chatRequest` (token-in-token-out), as sent. */
+  upstreamRequest?: { channel: TokenChannel; body: Record<string, unknown> } | null;
   startedAt: number;
   endedAt: number;
   /** Present when the upstream answered with a chat completion. */
@@ -24,6 +28,8 @@ export interface CaptureFacts {
   /** Version when the call started, and when its answer ended (they differ across a weight update). */
   policyVersion: string | null;
   policyVersionEnd: string | null;
+  /** Set when the engine named the versions (else they are the proxy's). */
+  versionFromEngine?: boolean;
   sampling: CaptureSampling | null;
   parallelToolCallsDisabled: boolean;
   /** Token-in-token-out outcome and parent (docs/tito.md); absent when the mode is off. */
@@ -33,6 +39,20 @@ export interface CaptureFacts {
   error: { status: number; message: string } | null;
   /** Live streams only; default `complete`. */
   streamStatus?: StreamStatus;
+}
+
+/** The engine's own versions win over the proxy's: they name the weights that actually sampled. */
+export function stampEngineVersions(f: CaptureFacts, span: EngineVersionSpan | null): void {
+  if (span === null) return;
+  f.policyVersion = span.start;
+  f.policyVersionEnd = span.end;
+  f.versionFromEngine = true;
+}
+
+/** Versions the engine put in its answer (SGLang), first token to last; null when it named none. */
+export function versionsInAnswer(reading: EngineReading): EngineVersionSpan | null {
+  if (reading.policyVersion === null) return null;
+  return { start: reading.policyVersionFirst ?? reading.policyVersion, end: reading.policyVersion };
 }
 
 export function buildCaptureRecord(f: CaptureFacts): CaptureRecord {
@@ -54,6 +74,16 @@ export function buildCaptureRecord(f: CaptureFacts): CaptureRecord {
     model_served: response && typeof response.model === "string" ? response.model : null,
     request: f.request,
     chat_request: f.chatRequest,
+    upstream_request: f.upstreamRequest
+      ? {
+          token_channel: f.upstreamRequest.channel,
+          body: recordedBody(
+            f.upstreamRequest.channel,
+            f.upstreamRequest.body,
+            f.reading?.promptTokenIds ?? null,
+          ),
+        }
+      : null,
     response,
     prompt_token_ids: f.reading?.promptTokenIds ?? null,
     response_token_ids: f.reading?.responseTokenIds ?? null,
@@ -62,6 +92,11 @@ export function buildCaptureRecord(f: CaptureFacts): CaptureRecord {
     usage: usageOf(response?.usage),
     policy_version: f.policyVersion,
     policy_version_end: f.policyVersionEnd,
+    policy_version_source: f.versionFromEngine
+      ? "engine"
+      : f.policyVersion !== null || f.policyVersionEnd !== null
+        ? "proxy"
+        : null,
     sampling: f.sampling,
     parallel_tool_calls_disabled: f.parallelToolCallsDisabled,
     stream_status: f.streamStatus ?? "complete",

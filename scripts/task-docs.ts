@@ -110,10 +110,21 @@ export const TABLES: Record<string, { schema: z.ZodType; fields: Record<string, 
   "evaluator.test_on_output": {
     schema: TestOnOutputConfig,
     fields: {
-      command: ["Run with `sh -c` in the agent's work dir after the harness.", '`"node test.mjs"`'],
+      command: [
+        "Run with `sh -c` after the harness, in the work dir of a fresh runtime holding `outputs` and `files`.",
+        '`"node test.mjs"`',
+      ],
       files: [
-        'Files only the evaluator sees, copied in after the harness: inline text or `{from: "/abs/path"}`.',
+        'Files only the evaluator sees, copied in after `outputs` (they win): inline text or `{from: "/abs/path"}`.',
         '`{"test.mjs": "..."}`',
+      ],
+      outputs: [
+        "What of the agent's work dir the judge gets (regular files and dirs; symlinks left behind).",
+        '`["answer.txt"]`',
+      ],
+      trust_agent_runtime: [
+        "Run `command` in the agent's own runtime: the agent can then sway the check (docs/security.md).",
+        "`true`",
       ],
       env: ["Environment for `command`.", '`{"CI": "1"}`'],
       timeout_seconds: ["Budget for `command` (default: the session's, at most 600 s).", "`120`"],
@@ -133,7 +144,7 @@ export const TABLES: Record<string, { schema: z.ZodType; fields: Record<string, 
     schema: SwePatchConfig,
     fields: {
       test_command: [
-        "Run with `sh -c` in `repo_dir` of a fresh runtime with the agent's diff applied; with `{{test}}` once per test (exit 0 = pass), else once with the log parsed.",
+        "Run with `sh -c` in `repo_dir` of a fresh runtime with the agent's diff applied; with `{{test}}` once per test (exit 0 = pass), else once with its stdout (or `report`) parsed.",
         '`"pytest -rA"`',
       ],
       fail_to_pass: [
@@ -153,6 +164,15 @@ export const TABLES: Record<string, { schema: z.ZodType; fields: Record<string, 
         '`"^(?<status>PASS|FAIL) (?<test>.+)$"`',
       ],
       pass_statuses: ["Extra `status` values that mean a pass.", '`["XPASS"]`'],
+      report: [
+        "Read results from the machine report `test_command` writes to `{{report}}` (outside the repo), not the log.",
+        '`"junit"`',
+      ],
+      ok_exit_codes: ["Exit codes of the single test run that still let its results count.", "`[0, 1]`"],
+      test_files: [
+        "Globs of test files and runner config the agent's diff may not touch (dropped from the patch).",
+        '`["tests/**"]`',
+      ],
       env: ["Environment for `test_command`.", '`{"PYTHONHASHSEED": "0"}`'],
       timeout_seconds: ["Budget per test command (default: the session's, at most 600 s).", "`300`"],
     },

@@ -16,6 +16,10 @@ export const keys = {
   /** Written once the task's completion notice went out: a redelivery or resubmission checks it. */
   notice: (taskId: string) => `notices/${assertValidId(taskId, "task_id")}.json`,
   cancel: (taskId: string) => `cancel/${assertValidId(taskId, "task_id")}`,
+  /** Written when a session's harness starts: the control API's `running` reads these. */
+  startedOfTask: (taskId: string) => `started/${assertValidId(taskId, "task_id")}/`,
+  started: (taskId: string, sessionId: string) =>
+    `started/${assertValidId(taskId, "task_id")}/${assertValidId(sessionId, "session_id")}`,
   /** Harness artifacts (e.g. Codex session logs) kept by POSTRUN, per attempt. */
   artifactsOfAttempt: (taskId: string, sessionId: string, attempt: number) =>
     `artifacts/${assertValidId(taskId, "task_id")}/${assertValidId(sessionId, "session_id")}/${Math.trunc(attempt)}/`,

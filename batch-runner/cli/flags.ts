@@ -36,10 +36,29 @@ export function engineFlag(value: string | undefined): EngineName {
   return engine;
 }
 
-/** Resolves on the first SIGINT or SIGTERM: how the long-running servers (`policy`, `proxy`) wait. */
-export function untilSignal(): Promise<void> {
+/** How often a server checks that the process that started it is still there. */
+const PARENT_POLL_MS = 500;
+
+/**
+ * Resolves on the first SIGINT or SIGTERM, or once the process that started this one is gone: how
+ * the long-running servers (`policy`, `proxy`, `serve`, `view`) wait. `npx polar view &` then
+ * `kill $!` kills npm, which passes no signal on: the server would keep its port forever. An
+ * orphan is re-parented (to init or a subreaper), so a changed parent pid means "stop".
+ */
+export function untilSignal(parentPid = process.ppid): Promise<void> {
   return new Promise<void>((resolve) => {
-    const stop = () => resolve();
+    const watch =
+      parentPid > 1
+        ? setInterval(() => {
+            if (process.ppid !== parentPid) stop();
+          }, PARENT_POLL_MS).unref()
+        : undefined;
+    const stop = () => {
+      clearInterval(watch);
+      process.off("SIGINT", stop);
+      process.off("SIGTERM", stop);
+      resolve();
+    };
     process.once("SIGINT", stop);
     process.once("SIGTERM", stop);
   });

@@ -7,6 +7,7 @@
  */
 import { type Context, Hono } from "hono";
 import type { z } from "zod";
+import { UPSTREAM_SESSION_HEADER } from "../../shared/upstream-session.ts";
 import { CompletionRequestSchema, completionBody } from "./completions.ts";
 import { DEFAULT_MAX_MODEL_LEN, DEFAULT_MODEL_NAME } from "./defaults.ts";
 import { PolicyRequestError, vllmError } from "./errors.ts";
@@ -201,7 +202,7 @@ export function createPolicyApp(options: PolicyAppOptions = {}, qwen3: Qwen3 = l
       return errorResponse(c, 400, "return_token_ids is not supported for streaming chat completions");
     }
     try {
-      const gen = generate(qwen3, request, maxModelLen);
+      const gen = generate(qwen3, request, maxModelLen, c.req.header(UPSTREAM_SESSION_HEADER));
       if (prefixCache) {
         gen.cachedTokens = prefixCache.lookup(gen.promptIds);
         prefixCache.insert(gen.promptIds.concat(gen.ids));
@@ -239,7 +240,15 @@ export function createPolicyApp(options: PolicyAppOptions = {}, qwen3: Qwen3 = l
     const body = validate(c, CompletionRequestSchema, raw.data);
     if (!body.ok) return body.response;
     try {
-      return c.json(completionBody(qwen3, body.data, maxModelLen, body.data.model ?? modelName));
+      return c.json(
+        completionBody(
+          qwen3,
+          body.data,
+          maxModelLen,
+          body.data.model ?? modelName,
+          c.req.header(UPSTREAM_SESSION_HEADER),
+        ),
+      );
     } catch (err) {
       return failure(c, err);
     }

@@ -56,7 +56,13 @@ function toolsOf(system: string | undefined): OfferedTool[] {
   });
 }
 
-export function completionBody(q: Qwen3, request: CompletionRequest, maxModelLen: number, model: string) {
+export function completionBody(
+  q: Qwen3,
+  request: CompletionRequest,
+  maxModelLen: number,
+  model: string,
+  sessionId?: string,
+) {
   if (typeof request.prompt === "string") {
     throw new PolicyRequestError("the dry-run policy completes token-id prompts only", { param: "prompt" });
   }
@@ -81,7 +87,7 @@ export function completionBody(q: Qwen3, request: CompletionRequest, maxModelLen
   // The last turn is the open generation prompt; everything before it is the conversation.
   const messages = turns.slice(0, -1).map((t) => ({ role: t.role as "user", content: t.content }));
   const system = turns.find((t) => t.role === "system")?.content;
-  const turn = planTurn({ messages, tools: toolsOf(system) });
+  const turn = planTurn({ messages, tools: toolsOf(system), sessionId });
   const sampledText = assistantText(turn, {
     toJson: q.toJson,
     thinking: !text.endsWith(EMPTY_THINK),

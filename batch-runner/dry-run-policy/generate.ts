@@ -64,7 +64,13 @@ function checkLength(promptLength: number, maxTokens: number | undefined, maxMod
   }
 }
 
-export function generate(q: Qwen3, request: ChatCompletionRequest, maxModelLen: number): Generation {
+/** `sessionId`: the proxy's session header, which picks the script alternative (plan-turn.ts). */
+export function generate(
+  q: Qwen3,
+  request: ChatCompletionRequest,
+  maxModelLen: number,
+  sessionId?: string,
+): Generation {
   if ((request.top_logprobs ?? 0) > 0 && !request.logprobs) {
     throw new PolicyRequestError("when using `top_logprobs`, `logprobs` must be set to true.", {
       param: "top_logprobs",
@@ -78,6 +84,7 @@ export function generate(q: Qwen3, request: ChatCompletionRequest, maxModelLen: 
     messages: request.messages,
     tools: request.tools,
     toolChoice: request.tool_choice,
+    sessionId,
   });
   const text = assistantText(turn, {
     toJson: q.toJson,

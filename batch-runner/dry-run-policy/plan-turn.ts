@@ -1,8 +1,16 @@
 /**
- * What the dry-run policy "decides" for one request: the script in the first user message,
- * stepped by the number of assistant messages already in the conversation.
+ * What the dry-run policy "decides" for one request: the script in the first user message (the
+ * session's alternative of it), stepped by the number of assistant messages already in the
+ * conversation.
  */
-import { findScriptBlock, parseScript, scriptFrom, scriptTurns } from "./script.ts";
+import {
+  chooseAlternative,
+  findScriptBlock,
+  parseScript,
+  scriptAlternatives,
+  scriptFrom,
+  scriptTurns,
+} from "./script.ts";
 import {
   findShellTool,
   type OfferedTool,
@@ -28,6 +36,11 @@ export interface PlanInput {
   tools?: readonly OfferedTool[] | null;
   /** `"none"` hides the tools, as a real model would not call them. */
   toolChoice?: unknown;
+  /**
+   * The proxy's session id (its `x-polar-session-id` header): picks the script alternative. Every
+   * call of a session carries the same one, so a session stays on its alternative across turns.
+   */
+  sessionId?: string;
 }
 
 export function planTurn(input: PlanInput): PlannedTurn {
@@ -35,7 +48,9 @@ export function planTurn(input: PlanInput): PlannedTurn {
   if (found === null) return { content: NO_SCRIPT_TEXT, toolCalls: [] };
   if (found.body === null) return { content: SCRIPT_DONE_TEXT, toolCalls: [] };
 
-  const parsed = parseScript(found.body);
+  const alternatives = scriptAlternatives(found.body);
+  const chosen = alternatives[chooseAlternative(alternatives.length, input.sessionId)];
+  const parsed = parseScript(chosen.body, chosen.firstLine);
   if (!parsed.ok) return { content: parsed.error, toolCalls: [] };
 
   const turns = scriptTurns(parsed.steps);

@@ -15,7 +15,12 @@
  * to spawn a sub-agent; a sub-agent's own script goes in its prompt with the backticks written as
  * \u0060 so the outer fence still ends where it should).
  * A line indented under a step continues it (joined with "\n"); blank lines and `#` lines are skipped.
+ *
+ * A line `---` separates alternative scripts; each session follows one of them
+ * (`chooseAlternative`), so the samples of a task can differ as a real policy's would.
  */
+
+import { sampleIndexOf } from "../../shared/upstream-session.ts";
 
 export type ScriptStep = { kind: "shell" | "think" | "say" | "tool"; text: string };
 
@@ -39,7 +44,46 @@ export function findScriptBlock(text: string): string | undefined {
   return FENCE.exec(text)?.[1];
 }
 
-export function parseScript(body: string): ParsedScript {
+/** A line of its own that separates alternative scripts. */
+const ALTERNATIVE_SEPARATOR = /^---[ \t]*$/;
+
+/**
+ * The script's alternatives (one when it has no `---` line), each with the body line it starts at
+ * so a bad line is named by its line in the whole block.
+ */
+export function scriptAlternatives(body: string): { body: string; firstLine: number }[] {
+  const alternatives: { body: string; firstLine: number }[] = [];
+  let current: string[] = [];
+  let firstLine = 1;
+  body.split(/\r?\n/).forEach((line, i) => {
+    if (!ALTERNATIVE_SEPARATOR.test(line)) {
+      current.push(line);
+      return;
+    }
+    alternatives.push({ body: current.join("\n"), firstLine });
+    current = [];
+    firstLine = i + 2;
+  });
+  alternatives.push({ body: current.join("\n"), firstLine });
+  return alternatives;
+}
+
+/**
+ * The alternative a session follows: sample i of a task takes alternative i mod count, so a group
+ * of num_samples >= count samples covers every alternative. A session id that names no sample
+ * index is hashed (still stable across the session's calls); no session id (a call that did not come
+ * through the proxy) takes the first.
+ */
+export function chooseAlternative(count: number, sessionId: string | undefined): number {
+  if (count <= 1 || sessionId === undefined) return 0;
+  const sampleIndex = sampleIndexOf(sessionId);
+  if (sampleIndex !== undefined) return sampleIndex % count;
+  let hash = 0x811c9dc5;
+  for (const ch of sessionId) hash = Math.imul(hash ^ ch.charCodeAt(0), 0x01000193) >>> 0;
+  return hash % count;
+}
+
+export function parseScript(body: string, firstLine = 1): ParsedScript {
   const steps: ScriptStep[] = [];
   const lines = body.split(/\r?\n/);
   for (let i = 0; i < lines.length; i++) {
@@ -53,7 +97,7 @@ export function parseScript(body: string): ParsedScript {
     if (!match) {
       return {
         ok: false,
-        error: `polar-script line ${i + 1}: expected "shell: <command>", "tool: <name> {json}", "think: <text>" or "say: <text>", got ${JSON.stringify(line)}`,
+        error: `polar-script line ${i + firstLine}: expected "shell: <command>", "tool: <name> {json}", "think: <text>" or "say: <text>", got ${JSON.stringify(line)}`,
       };
     }
     steps.push({ kind: match[1] as ScriptStep["kind"], text: match[2] });

@@ -1,49 +1,99 @@
 import { TestOnOutputConfig } from "../../shared/schemas/task-settings.ts";
 import type { Trajectory } from "../../shared/schemas/trajectory.ts";
+import type { Runtime } from "../runtime/runtime.ts";
+import { MAX_OUTPUT_CHARS } from "../runtime/spawn-group.ts";
+import { copyAgentOutputs, OutputsTooLarge } from "./agent-outputs.ts";
 import type { Evaluation, EvaluationContext, Evaluator } from "./evaluator.ts";
 import { commandTimeoutMs, parseEvaluatorConfig, tail } from "./evaluator-config.ts";
 import { copyEvaluatorFiles } from "./evaluator-files.ts";
+import { judgeEnv } from "./judge-env.ts";
 
 /**
- * `test_on_output`: after the harness, copy the evaluator's files in, run `command` (sh -c, in the
- * agent's work dir) and score it. Reward from the exit code, or from its stdout: every expected line
- * present (`expected_lines`), or stdout parsed as JSON equal to `expected_json`.
+ * `test_on_output`: after the harness, the agent's declared `outputs` and then the evaluator's files
+ * are copied into a fresh runtime (same image and prepare steps, an empty HOME), and `command` runs
+ * there (sh -c, in its work dir, with the interpreters isolated: judge-env.ts). Nothing the agent
+ * left in its HOME, its tools or beside the outputs can change how the check behaves. Reward from
+ * the exit code, or from stdout: every expected line present (`expected_lines`), or stdout parsed
+ * as JSON equal to `expected_json`. `trust_agent_runtime` runs the command in the agent's runtime.
  */
 export { TestOnOutputConfig };
 
 export const testOnOutput: Evaluator = {
   name: "test_on_output",
+  needsFreshRuntime: true,
   async evaluate(_trajectory: Trajectory, ctx: EvaluationContext): Promise<Evaluation> {
     const cfg = parseEvaluatorConfig("test_on_output", TestOnOutputConfig, ctx.config);
-    const copied = await copyEvaluatorFiles(ctx.runtime, cfg.files, ctx.hostFiles);
-    const res = await ctx.runtime.exec(["sh", "-c", cfg.command], {
-      env: cfg.env,
-      timeoutMs: commandTimeoutMs(cfg.timeout_seconds, ctx.timeoutMs),
-    });
-    const base = {
-      command: cfg.command,
-      files: copied,
-      exit_code: res.exitCode,
-      timed_out: res.timedOut,
-      stdout: tail(res.stdout),
-      stderr: tail(res.stderr),
-    };
-    if (res.timedOut)
-      return { outcome_reward: 0, metadata: { ...base, mode: "timeout", reason: "the command timed out" } };
-    if (cfg.expected_lines) return scoreLines(cfg, res.stdout, base);
-    if (cfg.expected_json !== undefined) return scoreJson(cfg.expected_json, res.stdout, base);
-    const ok = res.exitCode === cfg.expected_exit_code;
-    return {
-      outcome_reward: ok ? 1 : 0,
-      metadata: {
-        ...base,
-        mode: "exit_code",
-        ...(ok ? {} : { reason: `exit code ${res.exitCode}, expected ${cfg.expected_exit_code}` }),
-      },
-    };
+    if (cfg.trust_agent_runtime) return judge(ctx.runtime, cfg, ctx, { runtime: "agent" });
+    const fresh = await ctx.freshRuntime();
+    try {
+      let outputs: Awaited<ReturnType<typeof copyAgentOutputs>>;
+      try {
+        outputs = await copyAgentOutputs(ctx.runtime, fresh, cfg.outputs);
+      } catch (err) {
+        if (!(err instanceof OutputsTooLarge)) throw err;
+        return {
+          outcome_reward: 0,
+          metadata: {
+            command: cfg.command,
+            mode: "outputs",
+            reason: `the agent's outputs are ${err.message}`,
+          },
+        };
+      }
+      return await judge(fresh, cfg, ctx, {
+        runtime: "fresh",
+        outputs: outputs.copied,
+        ...(outputs.skipped.length ? { outputs_skipped: outputs.skipped.slice(0, 50) } : {}),
+      });
+    } finally {
+      await fresh.stop().catch(() => {});
+    }
   },
 };
 
+async function judge(
+  runtime: Runtime,
+  cfg: TestOnOutputConfig,
+  ctx: EvaluationContext,
+  where: Record<string, unknown>,
+): Promise<Evaluation> {
+  const copied = await copyEvaluatorFiles(runtime, cfg.files, ctx.hostFiles);
+  const res = await runtime.exec(["sh", "-c", cfg.command], {
+    env: judgeEnv(cfg.env),
+    timeoutMs: commandTimeoutMs(cfg.timeout_seconds, ctx.timeoutMs),
+  });
+  const base = {
+    command: cfg.command,
+    ...where,
+    files: copied,
+    exit_code: res.exitCode,
+    timed_out: res.timedOut,
+    stdout: tail(res.stdout),
+    stderr: tail(res.stderr),
+  };
+  if (res.timedOut)
+    return { outcome_reward: 0, metadata: { ...base, mode: "timeout", reason: "the command timed out" } };
+  if (res.stdout.length >= MAX_OUTPUT_CHARS)
+    return {
+      outcome_reward: 0,
+      metadata: {
+        ...base,
+        mode: "output_cap",
+        reason: `stdout reached the ${MAX_OUTPUT_CHARS}-character cap`,
+      },
+    };
+  if (cfg.expected_lines) return scoreLines(cfg, res.stdout, base);
+  if (cfg.expected_json !== undefined) return scoreJson(cfg.expected_json, res.stdout, base);
+  const ok = res.exitCode === cfg.expected_exit_code;
+  return {
+    outcome_reward: ok ? 1 : 0,
+    metadata: {
+      ...base,
+      mode: "exit_code",
+      ...(ok ? {} : { reason: `exit code ${res.exitCode}, expected ${cfg.expected_exit_code}` }),
+    },
+  };
+}
 function scoreLines(cfg: TestOnOutputConfig, stdout: string, base: Record<string, unknown>): Evaluation {
   const expected = cfg.expected_lines ?? [];
   const seen = new Set(stdout.split(/\r?\n/).map((l) => l.trim()));

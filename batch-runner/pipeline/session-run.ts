@@ -1,3 +1,4 @@
+import { keys } from "../../shared/keys.ts";
 import { isCancelled, watchCancellation } from "./cancellation.ts";
 import { OutputCapture } from "./harness-output.ts";
 import type { PreparedSession, RanSession, SessionDeps } from "./session-types.ts";
@@ -16,6 +17,7 @@ export async function runSession(
   if (await isCancelled(deps.store, s.task.task_id)) {
     return { ...s, exec: null, cancelled: true, runMs: 0, readyWaitMs };
   }
+  await markStarted(deps, s);
   const watch = watchCancellation(deps.store, s.task.task_id, deps.cancelPollMs);
   const started = Date.now();
   const stdout = new OutputCapture();
@@ -38,4 +40,16 @@ export async function runSession(
   } finally {
     watch.stop();
   }
+}
+
+/**
+ * `started/{task}/{session}`: what tells a trainer polling the control API that the task is
+ * `running`. Only a status hint, so a store that refuses it costs a log line, not the session.
+ */
+async function markStarted(deps: SessionDeps, s: PreparedSession): Promise<void> {
+  const key = keys.started(s.task.task_id, s.job.session_id);
+  const body = JSON.stringify({ attempt: s.attempt, started_at: new Date().toISOString() });
+  await deps.store
+    .put(key, body, { contentType: "application/json" })
+    .catch((err) => deps.log(`${s.job.session_id}: writing ${key} failed: ${(err as Error).message}`));
 }

@@ -17,7 +17,8 @@ export interface SpawnGroupOptions {
   onSpawn?: (pgid: number) => void;
 }
 
-const DEFAULT_MAX_OUTPUT = 4 * 1024 * 1024;
+/** Per stream; a stream that reached it was cut (a judge treats such a log as untrustworthy). */
+export const MAX_OUTPUT_CHARS = 4 * 1024 * 1024;
 
 /**
  * Runs a host command as the leader of a new process group (detached), so that on timeout or abort the
@@ -25,7 +26,7 @@ const DEFAULT_MAX_OUTPUT = 4 * 1024 * 1024;
  */
 export function spawnGroup(argv: string[], opts: SpawnGroupOptions): Promise<ExecResult> {
   const started = Date.now();
-  const maxChars = opts.maxOutputChars ?? DEFAULT_MAX_OUTPUT;
+  const maxChars = opts.maxOutputChars ?? MAX_OUTPUT_CHARS;
   return new Promise((resolve) => {
     let stdout = "";
     let stderr = "";

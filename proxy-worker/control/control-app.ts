@@ -84,6 +84,9 @@ export function createControlApp(opts: ControlAppOptions): OpenAPIHono {
   app.openapi(cancelRoute, async (c) => {
     const { id } = c.req.valid("param");
     if (!(await readStoredTask(store, id))) return c.json(errorBody(noTask(id)), 404);
+    // A marker after the fact would turn a finished group into a cancelled one.
+    if ((await store.list(`trajectories/${id}.`)).includes(keys.shardJsonl(id)))
+      return c.json(errorBody(`task ${id} already completed: there is nothing to cancel`), 409);
     const marker = JSON.stringify({ task_id: id, cancelled_at: new Date(clock()).toISOString() });
     const fresh = await store.putIfAbsent(keys.cancel(id), marker, { contentType: "application/json" });
     return c.json(

@@ -53,7 +53,12 @@ export const cancelRoute = createRoute({
   summary: "Cancel a task: writes cancel/{id}; runners stop its sessions and skip queued ones",
   security,
   request: { params: TaskIdParam },
-  responses: { 202: json(CancelBody, "cancel marker written"), 401: unauthorized, 404: notFound },
+  responses: {
+    202: json(CancelBody, "cancel marker written"),
+    401: unauthorized,
+    404: notFound,
+    409: json(ErrorBody, "the task already completed: there is nothing to cancel"),
+  },
 });
 
 export const trajectoriesRoute = createRoute({

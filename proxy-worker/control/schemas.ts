@@ -17,10 +17,14 @@ export const SubmittedBody = z.object({
 });
 
 export const TASK_STATES = ["queued", "running", "completed", "cancelled"] as const;
+export type TaskState = (typeof TASK_STATES)[number];
 
 export const StatusBody = z.object({
   task_id: z.string(),
-  /** completed once the group shard is written; cancelled once the marker exists (and not completed). */
+  /**
+   * cancelled once the marker exists (before or after the shard is written); else completed once
+   * the group shard is written; else running once a session's harness has started; else queued.
+   */
   state: z.enum(TASK_STATES),
   submitted_at: z.string(),
   num_samples: z.number().int(),
@@ -29,6 +33,8 @@ export const StatusBody = z.object({
     finished: z.number().int(),
     /** Sessions without a result yet. */
     pending: z.number().int(),
+    /** Sessions whose harness has started (still running or finished). */
+    started: z.number().int(),
     COMPLETED: z.number().int(),
     TIMEOUT: z.number().int(),
     ERROR: z.number().int(),

@@ -4,12 +4,22 @@
  * capture) is drained and the call goes to the next healthy replica; one that times out is
  * drained but not retried (it may still be generating).
  */
+
+import { UPSTREAM_SESSION_HEADER } from "../../shared/upstream-session.ts";
 import type { SessionIdentity } from "../auth.ts";
+import type { EngineVersionSpan, EngineVersions } from "../engines/weight-version.ts";
 import { postJson, type SendInit, type Upstream, type UpstreamResult } from "../upstream.ts";
 import type { Replica, ReplicaSet } from "./replicas.ts";
 
 export type RoutedResult =
-  | { kind: "answered"; result: UpstreamResult; replica: Replica; failedOver: Replica[] }
+  | {
+      kind: "answered";
+      result: UpstreamResult;
+      replica: Replica;
+      failedOver: Replica[];
+      /** The answering engine's own weight versions before and after the call, when it reports them. */
+      versions: EngineVersionSpan | null;
+    }
   | { kind: "refused"; retryAfterSeconds: number; message: string };
 
 export async function postRouted(
@@ -17,10 +27,11 @@ export async function postRouted(
   identity: SessionIdentity,
   path: string,
   body: unknown,
+  versions?: EngineVersions,
 ): Promise<RoutedResult> {
   const tried = new Set<string>();
   const failedOver: Replica[] = [];
-  let last: { result: UpstreamResult; replica: Replica } | null = null;
+  let last: { result: UpstreamResult; replica: Replica; versions: null } | null = null;
   for (;;) {
     const got = await set.acquire(identity, tried);
     if (!got.ok) {
@@ -31,8 +42,13 @@ export async function postRouted(
     const { replica } = got.lease;
     const watch = watched(replica.upstream);
     let result: UpstreamResult;
+    let start: string | null = null;
     try {
-      result = await postJson(watch.upstream, path, body);
+      // Read on the replica that will sample, before it starts: names the weights of the first token.
+      start = versions ? await versions.read(replica.upstream) : null;
+      result = await postJson(watch.upstream, path, body, {
+        [UPSTREAM_SESSION_HEADER]: identity.sessionId,
+      });
     } catch (err) {
       got.lease.release("ok");
       throw err;
@@ -41,11 +57,12 @@ export async function postRouted(
       got.lease.release("failed");
       tried.add(replica.id);
       failedOver.push(replica);
-      last = { result, replica };
+      last = { result, replica, versions: null };
       continue;
     }
     got.lease.release(watch.outcome === "timeout" ? "failed" : "ok");
-    return { kind: "answered", result, replica, failedOver };
+    const span = versions && result.ok ? await versions.end(replica.upstream, start) : null;
+    return { kind: "answered", result, replica, failedOver, versions: span };
   }
 }
 

@@ -1,4 +1,12 @@
-import { buildCaptureRecord, type CaptureFacts, CaptureWriteError, writeCapture } from "../capture.ts";
+import { UPSTREAM_SESSION_HEADER } from "../../shared/upstream-session.ts";
+import {
+  buildCaptureRecord,
+  type CaptureFacts,
+  CaptureWriteError,
+  stampEngineVersions,
+  versionsInAnswer,
+  writeCapture,
+} from "../capture.ts";
 import type { ChatRequest } from "../chat/types.ts";
 import type { DecodedRequest, ProviderCodec } from "../codecs/codec.ts";
 import type { Gateway } from "../deps.ts";
@@ -30,6 +38,8 @@ export interface LiveCall {
   release(outcome: "ok" | "failed"): void;
   /** Counts and logs a capture whose engine answer lacked ids (shared with the non-streamed path). */
   noteMissingIds(facts: CaptureFacts): void;
+  /** The engine's weight version read before the stream started (engines/weight-version.ts), if it reports one. */
+  engineVersionStart: string | null;
 }
 
 const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" };
@@ -93,6 +103,7 @@ async function stream(
   /** Stores the capture; on a store failure returns the reason instead of throwing. */
   const store = async (): Promise<string | null> => {
     facts.endedAt = g.clock();
+    stampEngineVersions(facts, await g.engineVersions.end(up, call.engineVersionStart));
     try {
       await writeCapture(g.store, buildCaptureRecord(facts), {
         ...g.captureRetry,
@@ -121,7 +132,11 @@ async function stream(
   try {
     res = await up.fetch(`${upstreamRoot(up.baseUrl)}/v1/chat/completions`, {
       method: "POST",
-      headers: { "content-type": "application/json", accept: "text/event-stream" },
+      headers: {
+        [UPSTREAM_SESSION_HEADER]: facts.identity.sessionId,
+        "content-type": "application/json",
+        accept: "text/event-stream",
+      },
       body: JSON.stringify(body),
       signal,
     });
@@ -197,10 +212,7 @@ async function stream(
   const readingNow = () => {
     const reading = g.engine.readResponse(acc.toChatResponse() as never, clientAskedLogprobs(decoded.chat));
     facts.reading = reading;
-    if (reading.policyVersion !== null) {
-      facts.policyVersion = reading.policyVersionFirst ?? reading.policyVersion;
-      facts.policyVersionEnd = reading.policyVersion;
-    }
+    stampEngineVersions(facts, versionsInAnswer(reading));
     return reading;
   };
   // Frames not yet written: each write to the client costs a syscall and a pass through the HTTP
@@ -267,7 +279,6 @@ async function stream(
     }
     call.noteMissingIds(facts);
     send(ctl, encoder.finish(reading.forClient));
-    facts.policyVersionEnd = facts.reading?.policyVersion ?? facts.policyVersionEnd;
     const lost = await store();
     captured = "done";
     send(

@@ -4,6 +4,7 @@
  * proxy's own ids go upstream.
  */
 import type { EngineName } from "../../shared/engines.ts";
+import { TOKEN_CHANNELS, type TokenChannel } from "../../shared/upstream-request.ts";
 import type { ChatRequest } from "../chat/types.ts";
 import type { Gateway } from "../deps.ts";
 import type { UpstreamResult } from "../upstream.ts";
@@ -11,8 +12,9 @@ import { chatFromCompletion, completionsRequest, parserFor } from "./completions
 
 /** One upstream call: where to post what, and how to read the answer as a chat completion. */
 export interface TokenPromptCall {
+  channel: TokenChannel;
   path: string;
-  body: unknown;
+  body: Record<string, unknown>;
   finish(result: UpstreamResult): UpstreamResult;
 }
 
@@ -22,12 +24,19 @@ export function tokenPromptCall(g: Gateway, chat: ChatRequest, ids: number[]): T
     g.engine.name === "vllm" && g.tito.completions ? parserFor(g.tito.completions, chat.model) : null;
   if (parser) {
     return {
-      path: "/v1/completions",
+      channel: "completions",
+      path: TOKEN_CHANNELS.completions.path,
       body: completionsRequest(chat, ids),
       finish: (result) => chatFromCompletion(result, parser),
     };
   }
-  return { path: "/v1/chat/completions", body: withTokenPrompt(g.engine.name, chat, ids), finish: (r) => r };
+  const channel = g.engine.name === "sglang" ? "chat_input_ids" : "chat_kv_transfer";
+  return {
+    channel,
+    path: TOKEN_CHANNELS[channel].path,
+    body: withTokenPrompt(g.engine.name, chat, ids) as Record<string, unknown>,
+    finish: (r) => r,
+  };
 }
 
 export function withTokenPrompt(engine: EngineName, chat: ChatRequest, ids: number[]): ChatRequest {

@@ -1,115 +1,135 @@
-"""slime: Sample dicts checked against slime's Sample dataclass.
+"""slime at 624b824a: the adapter's samples through slime's own Sample.from_dict,
+RolloutManager._convert_samples_to_train_data (reward normalisation, loss masks, rollout ids) and
+the loss reducer get_sum_of_sample_mean, vendored unchanged (python/tests/vendor/slime).
 
-slime is not on PyPI, so its Sample is not importable here. SLIME_SAMPLE_FIELDS is the field
-list of ``Sample`` in THUDM/slime ``slime/utils/types.py`` (read at commit 0d234f3e), and
-``from_dict`` mirrors ``Sample.from_dict``: status becomes the enum, known fields go to the
-constructor, the rest are set as attributes.
+The numbers (support/trainer_shard.py, Polar's session rule): tools-0, tools-1, tools-2 get 0.577,
+0.577, -1.155; the split-0 traces 1.155, the four other split traces -0.577. slime's own
+normalisation groups by position, so on this batch (9 rows, 2 prompts x 3 sessions) it normalises
+the whole batch as one group; the adapter's post_process_rewards hook gives Polar's numbers.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from enum import Enum
-from pathlib import Path
+import warnings
+from argparse import Namespace
 from typing import Any
 
+import numpy as np
+import pytest
+import support.vendored  # noqa: F401
+import torch
+from slime.backends.megatron_utils.cp_utils import get_sum_of_sample_mean
+from slime.ray.rollout import RolloutManager
+from slime.utils.ppo_utils import get_grpo_returns
+from slime.utils.types import Sample
 from support.rows import row
+from support.trainer_shard import POLAR_ADVANTAGE, scored_traces, shard_traces
 
-from polar_rollouts import Trace, iter_shards
+from polar_rollouts import Trace
+from polar_rollouts.adapters.rewards import MissingRewardError
 from polar_rollouts.adapters.slime import to_slime_samples
 
-SLIME_SAMPLE_FIELDS = {
-    "group_index": int | None,
-    "index": int | None,
-    "prompt": str | list,
-    "tokens": list,
-    "multimodal_inputs": dict | None,
-    "multimodal_train_inputs": dict | None,
-    "response": str,
-    "response_length": int,
-    "label": str | None,
-    "reward": float | dict | None,
-    "loss_mask": list | None,
-    "weight_versions": list,
-    "rollout_log_probs": list | None,
-    "rollout_routed_experts": list | None,
-    "remove_sample": bool,
-    "teacher_log_probs": list | None,
-    "mopd_teacher_log_probs": dict | None,
-    "status": str,
-    "metadata": dict,
-    "generate_function_path": str | None,
-    "train_metadata": dict | None,
-    "session_id": str | None,
-    "non_generation_time": float,
-}
-SLIME_STATUSES = {"pending", "completed", "truncated", "aborted", "failed"}
+HOOK = "polar_rollouts.adapters.slime.post_process_rewards"
 
 
-class Status(Enum):
-    PENDING = "pending"
-    COMPLETED = "completed"
-    TRUNCATED = "truncated"
-    ABORTED = "aborted"
-    FAILED = "failed"
+def slime_args(**over: Any) -> Namespace:
+    """The arguments slime's code reads on this path (slime/utils/arguments.py defaults)."""
+    base = dict(
+        advantage_estimator="grpo",
+        rewards_normalization=True,
+        grpo_std_normalization=True,
+        n_samples_per_prompt=3,
+        rollout_batch_size=2,
+        reward_key=None,
+        custom_reward_post_process_path=HOOK,
+    )
+    return Namespace(**{**base, **over})
 
 
-Sample = dataclasses.make_dataclass(
-    "Sample", [(name, Any, dataclasses.field(default=None)) for name in SLIME_SAMPLE_FIELDS]
-)
+def samples_of(traces: list[Trace]) -> list[Any]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the dry-run shard's raw logprobs with no params sent
+        return [Sample.from_dict(d) for d in to_slime_samples(traces)]
 
 
-def from_dict(data: dict[str, Any]) -> Any:
-    data = dict(data)
-    data["status"] = Status(data["status"])
-    names = {f.name for f in dataclasses.fields(Sample)}
-    sample = Sample(**{k: v for k, v in data.items() if k in names})
-    for k, v in data.items():
-        if k not in names:
-            setattr(sample, k, v)
-    return sample
+def train_data(traces: list[Trace], **over: Any) -> tuple[list[Any], dict[str, Any]]:
+    samples = samples_of(traces)
+    return samples, RolloutManager(slime_args(**over))._convert_samples_to_train_data(samples)
 
 
-def check_sample(sample: dict[str, Any], trace: Trace) -> None:
-    assert set(sample) <= set(SLIME_SAMPLE_FIELDS), set(sample) - set(SLIME_SAMPLE_FIELDS)
-    for name, value in sample.items():
-        assert isinstance(value, SLIME_SAMPLE_FIELDS[name]) or value is None and name != "status", name
-    assert sample["status"] in SLIME_STATUSES
-    n = sample["response_length"]
-    # slime slices the response as tokens[-response_length:]; loss_mask and logprobs cover it only.
-    assert sample["tokens"][-n:] == trace.response_ids.tolist()
-    assert sample["tokens"][:-n] == trace.prompt_ids.tolist()
-    assert sample["loss_mask"] == trace.loss_mask.tolist()
-    assert len(sample["loss_mask"]) == n == len(sample["rollout_log_probs"])
-    assert sample["metadata"]["polar"]["orphan"] is trace.orphan
-    parsed = from_dict(sample)
-    assert parsed.status.value == sample["status"] and parsed.tokens == sample["tokens"]
+def session_of(sample: Any) -> str:
+    return sample.metadata["polar"]["session_id"]
 
 
-def test_samples_from_a_real_shard(polar_run_store: Path) -> None:
-    traces = [t for _, ts in iter_shards(polar_run_store) for t in ts]
-    samples = to_slime_samples(traces)
-    assert len(samples) == len(traces)
-    for sample, trace in zip(samples, traces):
-        check_sample(sample, trace)
-        assert sample["status"] == "completed"
-    # One group_index per group_id, in first-seen order.
-    seen: dict[str, int] = {}
-    for sample, trace in zip(samples, traces):
-        assert seen.setdefault(trace.group_id, sample["group_index"]) == sample["group_index"]
-    assert sorted(set(seen.values())) == list(range(len(seen)))
+def test_a_missing_reward_is_refused_by_name() -> None:
+    with pytest.raises(MissingRewardError, match="tools-3 trace 0"):
+        to_slime_samples(shard_traces())
 
 
-def test_status_versions_and_orphans_carry_over() -> None:
+def test_slimes_reward_normalisation_gives_polars_session_advantages() -> None:
+    samples, data = train_data(scored_traces())
+    expected = [POLAR_ADVANTAGE[session_of(s)] for s in samples]
+    np.testing.assert_allclose(data["rewards"], expected, rtol=1e-5)
+    assert data["raw_reward"] == [s.reward for s in samples]
+    # slime's GRPO return: each sample's normalised reward on every response token.
+    kl = [torch.zeros(n) for n in data["response_lengths"]]
+    returns = get_grpo_returns(torch.tensor(data["rewards"]), kl)
+    for r, want in zip(returns, expected):
+        assert torch.allclose(r, torch.full_like(r, want), rtol=1e-5)
+    # Without the hook slime normalises by position: 9 rows are not 2 x 3, so one group of 9.
+    _, default = train_data(scored_traces(), custom_reward_post_process_path=None)
+    raw = np.array(default["raw_reward"])
+    np.testing.assert_allclose(default["rewards"], (raw - raw.mean()) / (raw.std(ddof=1) + 1e-6), rtol=1e-5)
+    assert not np.allclose(default["rewards"], expected, atol=0.05)
+
+
+def test_slimes_default_normalisation_agrees_when_every_session_is_one_trace() -> None:
+    tools = [t for t in scored_traces() if t.group_id == "tools"]
+    samples, data = train_data(tools, custom_reward_post_process_path=None, rollout_batch_size=1)
+    np.testing.assert_allclose(data["rewards"], [POLAR_ADVANTAGE[session_of(s)] for s in samples], rtol=1e-5)
+
+
+def test_slimes_loss_counts_each_session_once_and_never_trains_tool_output() -> None:
+    samples, data = train_data(scored_traces())
+    ids = data["rollout_ids"]
+    by_session: dict[str, set[int]] = {}
+    for s, rid in zip(samples, ids):
+        by_session.setdefault(session_of(s), set()).add(rid)
+    assert all(len(v) == 1 for v in by_session.values()) and len(set(ids)) == 6
+    masks = [torch.tensor(m) for m in data["loss_masks"]]
+    assert [m.tolist() for m in masks] == [s.loss_mask for s in samples]
+    for s, m in zip(samples, masks):
+        assert len(m) == s.response_length and s.tokens[-s.response_length :] == s.tokens[len(s.tokens) - len(m) :]
+    reducer = get_sum_of_sample_mean(
+        [len(s.tokens) for s in samples],
+        data["response_lengths"],
+        masks,
+        [torch.tensor(x) for x in data["rollout_mask_sums"]],
+        False,
+    )
+    ones = torch.ones(sum(data["response_lengths"]))
+    # One token-weighted mean per rollout: 6 sessions, not 9 traces.
+    assert reducer(ones).item() == pytest.approx(6.0)
+    flat_mask = torch.cat(masks)
+    assert (flat_mask == 0).any()
+    moved = ones + 100.0 * (1 - flat_mask)
+    assert reducer(moved).item() == pytest.approx(6.0)
+    assert reducer(ones + flat_mask).item() == pytest.approx(12.0)
+
+
+def test_sample_fields_status_and_versions() -> None:
     traces = [
-        Trace.from_row(row("a", orphan=True, policy_version="3", policy_version_end="4")),
-        Trace.from_row(row("b", status="TIMEOUT")),
-        Trace.from_row(row("c", status="ERROR", reward=None)),
-        Trace.from_row({**row("d"), "finish_reason": "length"}),
+        Trace.from_row(row("a-0", task="a", orphan=True, policy_version="3", policy_version_end="4")),
+        Trace.from_row(row("b-0", task="b", status="TIMEOUT", reward=0.0)),
+        Trace.from_row(row("a-1", task="a", sample=1, status="ERROR", reward=0.0)),
+        Trace.from_row({**row("b-1", task="b", sample=1), "finish_reason": "length"}),
     ]
-    samples = to_slime_samples(traces)
-    for s, t in zip(samples, traces):
-        check_sample(s, t)
-    assert [s["status"] for s in samples] == ["completed", "aborted", "failed", "truncated"]
-    assert samples[0]["weight_versions"] == ["3", "4"] and samples[1]["weight_versions"] == []
-    assert samples[0]["metadata"]["polar"]["orphan"] is True
+    samples = samples_of(traces)
+    # Grouped: a's traces, then b's.
+    assert [session_of(s) for s in samples] == ["a-0", "a-1", "b-0", "b-1"]
+    assert [s.group_index for s in samples] == [0, 0, 1, 1]
+    assert [s.status.value for s in samples] == ["completed", "failed", "aborted", "truncated"]
+    assert samples[0].weight_versions == ["3", "4"] and samples[2].weight_versions == []
+    assert samples[0].metadata["polar"]["orphan"] is True
+    assert samples[0].tokens == [1, 2, 3, 10, 11, 12, 13] and samples[0].response_length == 4
+    assert samples[0].rollout_log_probs == [-0.5, -0.25, 0.0, -1.0]

@@ -3,7 +3,11 @@ local-aws-sqs, a runner consuming the queue (the stack of test/integration/contr
 
 from __future__ import annotations
 
+import http.server
 import json
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +106,7 @@ def test_a_cancelled_task_ends_the_wait(control_stack: dict[str, Any]) -> None:
     class Replayed(ControlClient):
         def status(self, task_id: str) -> dict[str, Any]:
             real = super().status(task_id)
-            return {**real, "state": next(states)}
+            return {**real, "state": next(states), "cancelled": False}
 
     replayed = Replayed(control_stack["proxy_url"], control_stack["admin_token"], sleep=naps.append)
     with pytest.raises(TaskFailed, match="py-cancel was cancelled"):
@@ -134,3 +138,105 @@ def test_stream_waits_for_a_listed_result_it_could_not_read_yet(polar_run_store:
     streamed = [r.session_id for r in client.stream_results("hello-file", timeout_s=10)]
     assert streamed == ["hello-file-0", "hello-file-1"]
     assert reads == [keys[0], keys[1], keys[1]]
+
+
+def test_wait_raises_for_a_cancelled_task_after_its_shard_is_written(control_stack: dict[str, Any]) -> None:
+    """No replayed states: the runner really ends the cancelled session and writes the group's shard."""
+    client = ControlClient(control_stack["proxy_url"], control_stack["admin_token"])
+    client.submit(
+        {
+            "task_id": "py-cancel-real",
+            "num_samples": 1,
+            "timeout_seconds": 120,
+            "instruction": "wait",
+            "agent": {"harness": "shell", "settings": {"command": "sleep 60"}},
+        }
+    )
+    client.cancel("py-cancel-real")
+    deadline = time.monotonic() + 90
+    while client.status("py-cancel-real")["shard_jsonl_key"] is None:
+        assert time.monotonic() < deadline, client.status("py-cancel-real")
+        time.sleep(0.2)
+    status = client.status("py-cancel-real")
+    assert status["state"] == "cancelled" and status["counts"]["ERROR"] == 1, status
+    with pytest.raises(TaskFailed, match="py-cancel-real was cancelled"):
+        client.wait("py-cancel-real", timeout_s=10, poll_s=0.2)
+    with pytest.raises(TaskFailed, match="py-cancel-real was cancelled"):
+        list(client.stream_results("py-cancel-real", timeout_s=10, poll_s=0.2))
+    with pytest.raises(ControlApiError) as err:
+        client.cancel("py-hello-done-never")
+    assert err.value.status == 404
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    """Answers as a control server that hands out the URLs a test chose."""
+
+    listing: dict[str, Any] = {}
+
+    def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+        if self.path == "/huge":
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"x" * 4096)
+            return
+        if self.path == "/to-file":
+            self.send_response(302)
+            self.send_header("location", "file:///etc/hostname")
+            self.end_headers()
+            return
+        body = json.dumps(self.listing).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture()
+def fake_control() -> Iterator[tuple[str, type[_Handler]]]:
+    handler = type("Handler", (_Handler,), {"listing": {}})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", handler
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _listing(url: str) -> dict[str, Any]:
+    return {"complete": True, "results": [], "shard": {"key": "trajectories/t.parquet", "url": url}, "shard_jsonl": None}
+
+
+def test_a_file_url_from_the_server_is_refused(fake_control: tuple[str, type[_Handler]], tmp_path: Path) -> None:
+    secret = tmp_path / "secret.parquet"
+    secret.write_bytes(b"PAR1 not for the server to choose")
+    base, handler = fake_control
+    handler.listing = _listing(secret.as_uri())
+    client = ControlClient(base, "t")
+    with pytest.raises(ControlApiError, match="only http"):
+        client.shard("t")
+    # A redirect to a file is refused too (by urllib for file://; the opener has no file handler anyway).
+    handler.listing = _listing(f"{base}/to-file")
+    with pytest.raises(ControlApiError, match="only http|302"):
+        client.shard("t")
+
+
+def test_an_oversized_answer_is_not_read(fake_control: tuple[str, type[_Handler]]) -> None:
+    base, handler = fake_control
+    handler.listing = _listing(f"{base}/huge")
+    with pytest.raises(ControlApiError, match="over 1024 bytes"):
+        ControlClient(base, "t", max_read_bytes=1024).shard("t")
+    with pytest.raises(ControlApiError, match="over 64 bytes"):
+        ControlClient(base, "t", max_read_bytes=64).status("t")
+
+
+def test_the_token_is_the_control_token_under_either_name() -> None:
+    assert ControlClient("http://127.0.0.1:9", "a").control_token == "a"
+    assert ControlClient("http://127.0.0.1:9", control_token="b").control_token == "b"
+    assert ControlClient("http://127.0.0.1:9", admin_token="c").control_token == "c"
+    with pytest.raises(ValueError, match="control_token is required"):
+        ControlClient("http://127.0.0.1:9")

@@ -54,6 +54,7 @@ def check_store(out: Path, rows: list[dict[str, Any]]) -> None:
     captures = [json.loads(gzip.decompress(p.read_bytes())) for p in (store / "captures").rglob("*.json.gz")]
     assert len(captures) == 2 * 4 * len(rows)  # two calls per session
     for c in captures:
+        assert c["policy_version_source"] == "engine", c["capture_id"]  # vLLM's /weight_info, read by the proxy
         assert c["policy_version"] is not None and c["policy_version_end"] is not None, c["capture_id"]
         assert int(c["policy_version_end"]) - int(c["policy_version"]) in (0, 1), c["capture_id"]
     assert sorted(c["tito"] for c in captures).count("spliced") == 4 * len(rows)

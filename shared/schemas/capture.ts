@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { TOKEN_CHANNEL_NAMES } from "../upstream-request.ts";
 import { Id, Logprobs, TokenIds } from "./common.ts";
 
 export const PROVIDERS = ["anthropic", "openai_chat", "openai_responses", "google"] as const;
@@ -79,6 +80,13 @@ export const CaptureRecord = z.object({
   policy_version: z.string().nullable(),
   /** Policy version when the answer ended; differs from `policy_version` across a weight update. */
   policy_version_end: z.string().nullable().default(null),
+  /**
+   * Who named the versions: `engine` (the engine that sampled reported them: vLLM `/weight_info`
+   * read before and after the call, SGLang's answer fields) or `proxy` (its configured or admin-set
+   * version, or the caller's `x-polar-policy-version`); null when there is none. Absent on
+   * captures written before the field.
+   */
+  policy_version_source: z.enum(["engine", "proxy"]).nullable().optional(),
   /** Effective sampling and logprob semantics; null on captures written before it existed. */
   sampling: CaptureSampling.nullable().default(null),
   /**
@@ -92,6 +100,15 @@ export const CaptureRecord = z.object({
    */
   // Optional rather than defaulted so records built before it existed still type-check; absent = null.
   tito: z.string().nullable().optional(),
+  /**
+   * What was posted upstream when it was not `chat_request` on `/v1/chat/completions`: a token
+   * prompt on one of the engines' token channels (`shared/upstream-request.ts`). The body's id
+   * array is left out when it equals `prompt_token_ids`; `upstreamRequestOf` rebuilds the request.
+   */
+  upstream_request: z
+    .object({ token_channel: z.enum(TOKEN_CHANNEL_NAMES), body: z.record(z.string(), z.unknown()) })
+    .nullable()
+    .optional(),
   /** The capture whose ids a spliced prompt extends (token-in-token-out only). */
   parent_capture_id: z.string().nullable().optional(),
   /**

@@ -86,6 +86,26 @@ export const SessionCompletedConfig = z.strictObject({});
 export const TestOnOutputConfig = z.strictObject({
   command: z.string().min(1),
   files: EvaluatorFiles,
+  /**
+   * What of the agent's work dir the judge gets (paths relative to it): regular files and dirs only,
+   * copied into a fresh runtime; symlinks are left behind. Narrow it to the files the task asks for.
+   */
+  outputs: z
+    .array(
+      z
+        .string()
+        .min(1)
+        .refine((p) => !p.startsWith("/") && !p.split(/[\\/]/).includes(".."), {
+          message: "an output path is relative to the work dir and must not contain '..'",
+        }),
+    )
+    .default(["."]),
+  /**
+   * Run `command` in the agent's own runtime (its work dir, HOME and tools) instead of a fresh one.
+   * Only for checks that must see the agent's environment: the agent can then change how the check
+   * behaves (docs/security.md, "Reward integrity").
+   */
+  trust_agent_runtime: z.boolean().default(false),
   env: TaskEnv.default({}),
   timeout_seconds: z.number().positive().optional(),
   /** Exit-code mode (used when no expected output is given). */
@@ -96,6 +116,32 @@ export const TestOnOutputConfig = z.strictObject({
   partial_credit: z.boolean().default(false),
 });
 export type TestOnOutputConfig = z.infer<typeof TestOnOutputConfig>;
+
+/**
+ * Files test runners collect or load on their own (node --test, pytest, jest, vitest, mocha, go test,
+ * cargo): a patch that adds a test there could report the hidden test's name as passing, and a
+ * conftest.py can rewrite outcomes.
+ */
+export const DEFAULT_TEST_FILES = [
+  "**/*.test.*",
+  "**/*.spec.*",
+  "**/*_test.*",
+  "**/*-test.*",
+  "**/test_*.py",
+  "**/test-*.*",
+  "**/test.js",
+  "**/test.mjs",
+  "**/test.cjs",
+  "**/test/**",
+  "**/tests/**",
+  "**/__tests__/**",
+  "**/conftest.py",
+  "**/pytest.ini",
+  "**/tox.ini",
+  "**/.mocharc*",
+  "**/jest.config.*",
+  "**/vitest.config.*",
+] as const;
 
 /** `swe_patch`: the agent's diff applied in a fresh runtime, then the tests (see swe-patch.ts). */
 export const SwePatchConfig = z.strictObject({
@@ -115,6 +161,19 @@ export const SwePatchConfig = z.strictObject({
   result_pattern: z.string().optional(),
   /** Extra `status` values that mean a pass (besides ok, passed, pass, xfail, success). */
   pass_statuses: z.array(z.string().min(1)).default([]),
+  /**
+   * A machine report the test command writes to `{{report}}` (a path outside the repo the patch
+   * cannot write to): results are read from it, never from the log.
+   */
+  report: z.enum(["junit", "tap"]).optional(),
+  /** Exit codes of `test_command` (the single run) that still let the tests count. */
+  ok_exit_codes: z.array(z.number().int()).min(1).default([0]),
+  /**
+   * Globs (git pathspec glob syntax, relative to repo_dir) of test files and test-runner config that
+   * the agent's diff may not touch: changes there are dropped from the patch and listed in
+   * `dropped_test_files`. `[]` keeps every change.
+   */
+  test_files: z.array(z.string().min(1)).default([...DEFAULT_TEST_FILES]),
   env: TaskEnv.default({}),
   timeout_seconds: z.number().positive().optional(),
 });

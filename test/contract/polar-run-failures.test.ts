@@ -44,6 +44,37 @@ async function closedPort(): Promise<number> {
 }
 
 describe("polar run failures", () => {
+  it("says a pretty-printed task file is not JSON Lines, once, instead of an error per line", async () => {
+    const task = {
+      task_id: "pretty",
+      instruction: "x",
+      agent: { harness: "shell", settings: { command: "true" } },
+    };
+    const file = join(dir, "pretty.jsonl");
+    await writeFile(file, `${JSON.stringify(task, null, 2)}\n`);
+    const res = polarCli(["run", file, "--out", join(dir, "pretty-out")]);
+    expect(res.status).toBe(1);
+    expect(res.stderr).toContain(
+      `${file}: one JSON document over 10 lines; a task file holds one TaskRequest per line`,
+    );
+    expect(res.stderr).toContain("jq -c '.' FILE");
+    expect(res.stderr).not.toMatch(/not valid JSON/);
+    const list = join(dir, "pretty-list.jsonl");
+    await writeFile(list, JSON.stringify([task, { ...task, task_id: "two" }], null, 1));
+    expect(polarCli(["run", list, "--out", join(dir, "pretty-out")]).stderr).toContain(
+      "a JSON array of 2 item(s) over",
+    );
+  });
+
+  it("adds the one-task-per-line hint to a line that is not JSON", async () => {
+    const file = join(dir, "half.jsonl");
+    await writeFile(file, `{"task_id": "a",\n${JSON.stringify({ task_id: "b", instruction: "x" })}\n`);
+    const res = polarCli(["run", file, "--out", join(dir, "half-out")]);
+    expect(res.status).toBe(1);
+    expect(res.stderr).toContain(`${file}:1: not valid JSON`);
+    expect(res.stderr).toContain("a task file holds one TaskRequest per line (JSON Lines)");
+  });
+
   it("refuses a task file with misspelt fields before anything runs, naming each with a suggestion", async () => {
     const file = await tasksFile("typos.jsonl", [
       { task_id: "ok", instruction: "x", agent: { harness: "shell", settings: { command: "true" } } },

@@ -223,6 +223,50 @@ describe("GET /v1/tasks/{id} and /trajectories, DELETE /v1/tasks/{id}", () => {
     expect(listing).toMatchObject({ complete: false, shard: null, results: [], url_expires_in: null });
   });
 
+  it("is running once a session's harness started, before any result", async () => {
+    const { store, call } = setup();
+    await call("POST", "/v1/tasks", taskInput("t-start"));
+    await store.put(keys.started("t-start", "t-start-1"), '{"attempt":1}');
+    const status = await (await call("GET", "/v1/tasks/t-start")).json();
+    expect(status).toMatchObject({ state: "running", counts: { started: 1, finished: 0, pending: 3 } });
+    // A session that ended without starting (skipped after a cancel) counts as started, not twice.
+    await store.put(keys.result("t-start", "t-start-1"), result("t-start", "t-start-1", "COMPLETED", 1));
+    await store.put(keys.result("t-start", "t-start-2"), result("t-start", "t-start-2", "ERROR", 2));
+    const later = await (await call("GET", "/v1/tasks/t-start")).json();
+    expect(later.counts).toMatchObject({ started: 2, finished: 2, pending: 1 });
+  });
+
+  it("stays cancelled once the cancelled sessions land and the shard is written", async () => {
+    const { store, call } = setup();
+    await call("POST", "/v1/tasks", taskInput("t-cancel-done", { num_samples: 1 }));
+    expect((await call("DELETE", "/v1/tasks/t-cancel-done")).status).toBe(202);
+    await store.put(
+      keys.result("t-cancel-done", "t-cancel-done-0"),
+      result("t-cancel-done", "t-cancel-done-0", "ERROR", 0),
+    );
+    await store.put(keys.shardJsonl("t-cancel-done"), "");
+    const status = await (await call("GET", "/v1/tasks/t-cancel-done")).json();
+    expect(status).toMatchObject({
+      state: "cancelled",
+      cancelled: true,
+      shard_jsonl_key: "trajectories/t-cancel-done.jsonl",
+    });
+  });
+
+  it("refuses to cancel a completed task (409), which stays completed", async () => {
+    const { store, call } = setup();
+    await call("POST", "/v1/tasks", taskInput("t-done", { num_samples: 1 }));
+    await store.put(keys.result("t-done", "t-done-0"), result("t-done", "t-done-0", "COMPLETED", 0));
+    await store.put(keys.shardJsonl("t-done"), "{}\n");
+    const res = await call("DELETE", "/v1/tasks/t-done");
+    expect(res.status).toBe(409);
+    expect((await res.json()).error.message).toBe(
+      "task t-done already completed: there is nothing to cancel",
+    );
+    expect(await store.get(keys.cancel("t-done"))).toBeNull();
+    expect((await (await call("GET", "/v1/tasks/t-done")).json()).state).toBe("completed");
+  });
+
   it("answers 400 for an id that could escape its key prefix", async () => {
     const { call } = setup();
     const res = await call("GET", "/v1/tasks/..%2Fsecrets");

@@ -126,6 +126,10 @@ describe.each(backends)("runner faults on the $name queue", (backend) => {
       async () => (await capturesOf(stack.store, id, `${id}-0`)).length > 0,
       "the first model call",
     );
+    // The harness started: the control API reads this marker as `running`.
+    const marker = await stack.store.get(keys.started(id, `${id}-0`));
+    const started = marker && JSON.parse(new TextDecoder().decode(marker));
+    expect(started).toMatchObject({ attempt: 0, started_at: expect.any(String) });
     await stack.store.put(keys.cancel(id), "cancelled by test");
     const running = await waitFor(() => readResult(stack.store, id, `${id}-0`), "the cancelled result");
     expect(running.status).toBe("ERROR");
@@ -142,6 +146,7 @@ describe.each(backends)("runner faults on the $name queue", (backend) => {
     );
     expect(never.error).toMatch(/cancelled before it ran/);
     expect(await capturesOf(stack.store, before.task_id, `${before.task_id}-0`)).toEqual([]);
+    expect(await stack.store.get(keys.started(before.task_id, `${before.task_id}-0`))).toBeNull();
   });
 
   it("acknowledges a redelivered job whose result exists without running it again", async () => {

@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -35,9 +35,17 @@ function ctx(config: Record<string, unknown>): EvaluationContext {
     agent: { exitCode: 0, timedOut: false, finalAnswer: "done" },
     timeoutMs: 20_000,
     config,
-    freshRuntime: () => Promise.reject(new Error("not used")),
+    // A real fresh runtime each time, as the pipeline builds one (same factory, empty dirs).
+    freshRuntime: () =>
+      processRuntimeFactory({ sessionsRoot: root }).create({
+        sessionId: `eval-judge-${++judges}`,
+        env: {},
+        limits: {},
+        proxyUrl: "http://127.0.0.1:9",
+      }),
   };
 }
+let judges = 0;
 
 describe("test_on_output", () => {
   it("scores by exit code", async () => {
@@ -99,6 +107,39 @@ describe("test_on_output", () => {
     );
     expect(res.outcome_reward).toBe(1);
     expect(res.metadata.files).toEqual(["checks/check.sh"]);
+  });
+
+  it("judges in a fresh runtime holding only the declared outputs, regular files only", async () => {
+    await mkdir(join(runtime.workDir, "out"), { recursive: true });
+    await writeFile(join(runtime.workDir, "out", "kept.txt"), "kept\n");
+    // An output that names the judge's own file, and git metadata the agent controls.
+    await symlink("expected.txt", join(runtime.workDir, "out", "linked.txt"));
+    await mkdir(join(runtime.workDir, ".git"), { recursive: true });
+    await writeFile(join(runtime.workDir, ".git", "config"), "[core]\n\tfsmonitor = evil\n");
+    const res = await testOnOutput.evaluate(
+      trajectory,
+      ctx({
+        command: `pwd; ls -A; ls -A out; test "$HOME" != "${runtime.homeDir}" && echo OTHER-HOME`,
+        outputs: ["out", "missing.txt"],
+      }),
+    );
+    const stdout = String(res.metadata.stdout);
+    expect(stdout).not.toContain(runtime.workDir);
+    expect(stdout.split("\n")).toEqual(expect.arrayContaining(["out", "kept.txt", "OTHER-HOME"]));
+    // Neither the undeclared answer.txt, nor the link, nor .git.
+    expect(stdout).not.toMatch(/answer\.txt|linked\.txt|\.git/);
+    expect(res.metadata.runtime).toBe("fresh");
+    expect(res.metadata.outputs).toEqual(["out"]);
+    expect(res.metadata.outputs_skipped).toEqual(["out/linked.txt: a symlink (to expected.txt), not copied"]);
+    const all = await testOnOutput.evaluate(trajectory, ctx({ command: "ls -A" }));
+    expect(String(all.metadata.stdout).split("\n")).toEqual(expect.arrayContaining(["answer.txt", "out"]));
+    expect(String(all.metadata.stdout)).not.toContain(".git");
+  });
+
+  it("runs in the agent's own runtime only when the task says it trusts it", async () => {
+    const res = await testOnOutput.evaluate(trajectory, ctx({ command: "pwd", trust_agent_runtime: true }));
+    expect(String(res.metadata.stdout).trim()).toBe(runtime.workDir);
+    expect(res.metadata.runtime).toBe("agent");
   });
 
   it("refuses a bad config with the field named", async () => {

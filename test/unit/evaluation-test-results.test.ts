@@ -20,7 +20,7 @@ describe("test results from a log", () => {
     });
   });
 
-  it("reads pytest -rA summaries and PASS/FAIL lines; the last verdict wins", () => {
+  it("reads pytest -rA summaries and PASS/FAIL lines; a later pass never overrides a failure", () => {
     const log = [
       "PASSED tests/test_math.py::test_mul",
       "FAILED tests/test_math.py::test_add - AssertionError",
@@ -31,10 +31,24 @@ describe("test results from a log", () => {
     ].join("\n");
     const r = parseTestResults(log);
     expect(r.get("tests/test_math.py::test_mul")).toBe("PASS");
-    expect(r.get("tests/test_math.py::test_add")).toBe("PASS");
+    expect(r.get("tests/test_math.py::test_add")).toBe("FAIL");
     expect(r.get("tests/test_io.py::test_read")).toBe("FAIL");
     expect(r.get("suite/one")).toBe("PASS");
     expect(r.get("suite/two")).toBe("FAIL");
+  });
+
+  it("fails a name reported twice, and a name with any failing line, wherever the lines are", () => {
+    // Issue 34: a shadow test of the same name after the real failure used to win as the last line.
+    const shadowed = parseTestResults("not ok 1 - add adds\nok 2 - mul multiplies\nok 3 - add adds");
+    expect(Object.fromEntries(shadowed)).toEqual({ "add adds": "FAIL", "mul multiplies": "PASS" });
+    const forgedFirst = parseTestResults("ok 1 - add adds\nnot ok 2 - add adds");
+    expect(forgedFirst.get("add adds")).toBe("FAIL");
+    // Two passes of one name: one of them is not the hidden test.
+    expect(parseTestResults("ok 1 - add adds\nok 2 - add adds").get("add adds")).toBe("DUPLICATE");
+    expect(parseTestResults("PASS add adds\nPASS: add adds").get("add adds")).toBe("DUPLICATE");
+    expect(parseTestResults("ok 1 - add adds\nok 2 - add adds\nnot ok 3 - add adds").get("add adds")).toBe(
+      "FAIL",
+    );
   });
 
   it("uses a custom pattern with named groups instead of the built-ins", () => {

@@ -96,6 +96,27 @@ describe("viewer API", () => {
     ]);
   });
 
+  it("shows a cancelled task as cancelled, not completed, also once its shard is written", async () => {
+    const store = new MemoryStore();
+    await writeViewerFixtures(store);
+    const decoder = await qwen3Decoder();
+    const viewer = createViewerApp({ store, decoder: () => decoder });
+    const json = async (path: string) =>
+      (await viewer.request(`http://127.0.0.1${path}`, { headers: { host: "127.0.0.1:8790" } })).json();
+    const state = async () => {
+      const one = await json(`/api/tasks/${SPREAD_TASK}`);
+      const all = await json("/api/tasks");
+      const card = all.tasks.find((t: { task_id: string }) => t.task_id === SPREAD_TASK);
+      expect(card.state).toBe(one.state);
+      return one.state;
+    };
+    await store.put(keys.shard(SPREAD_TASK), "parquet");
+    await store.put(keys.shardJsonl(SPREAD_TASK), "{}");
+    expect(await state()).toBe("completed");
+    await store.put(keys.cancel(SPREAD_TASK), JSON.stringify({ task_id: SPREAD_TASK }));
+    expect(await state()).toBe("cancelled");
+  });
+
   it("returns a trace with its chain break: the two sides differ at the first differing token", async () => {
     const res = await get(`/api/tasks/${BREAK_TASK}/sessions/${BREAK_SESSION}/traces/1`);
     const t = (await res.json()) as TracePayload;

@@ -1,4 +1,5 @@
 import { type Context, Hono } from "hono";
+import { stateOf, taskMarkers } from "../../proxy-worker/control/task-status.ts";
 import { InvalidIdError, isValidId } from "../../shared/ids.ts";
 import type { ObjectStore } from "../../shared/store/object-store.ts";
 import { type Asset, loadAssets } from "./static-assets.ts";
@@ -64,7 +65,7 @@ export function createViewerApp(opts: ViewerOptions): Hono {
     const tasks = await Promise.all(
       ids.map(async (id) => {
         const { results, bad } = await view.results(id);
-        return taskSummary(id, results, bad);
+        return { ...taskSummary(id, results, bad), state: await taskState(opts.store, id) };
       }),
     );
     return c.json({ store: opts.store.url, tasks });
@@ -73,7 +74,11 @@ export function createViewerApp(opts: ViewerOptions): Hono {
   app.get("/api/tasks/:task", async (c) => {
     const task = id(c.req.param("task"), "task_id");
     const { results, bad } = await view.results(task);
-    return c.json({ ...taskSummary(task, results, bad), definition: await view.task(task) });
+    return c.json({
+      ...taskSummary(task, results, bad),
+      state: await taskState(opts.store, task),
+      definition: await view.task(task),
+    });
   });
 
   app.get("/api/tasks/:task/sessions/:session", async (c) => {
@@ -140,6 +145,15 @@ export function createViewerApp(opts: ViewerOptions): Hono {
 }
 
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]"]);
+
+/**
+ * The task's state by the control API's rule (a cancelled task is `cancelled`, never `completed`,
+ * even once its shard is written), so the viewer and `GET /v1/tasks/{id}` agree.
+ */
+async function taskState(store: ObjectStore, taskId: string) {
+  const m = await taskMarkers(store, taskId);
+  return stateOf({ cancelled: m.cancelled, completed: m.jsonlKey !== null, started: m.started });
+}
 
 function isLoopbackHost(host: string | undefined): boolean {
   if (!host) return false;

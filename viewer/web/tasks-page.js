@@ -23,7 +23,7 @@ export function TasksPage() {
         (
           t,
         ) => html`<a class="card" href="#/task/${encodeURIComponent(t.task_id)}" data-testid="task-card" data-task=${t.task_id}>
-          <h2>${t.task_id}</h2>
+          <h2>${t.task_id} <${TaskState} state=${t.state} /></h2>
           <${StatusCounts} statuses=${t.statuses} />
           <p>${t.sessions.length} sessions · mean reward ${reward(t.mean_reward)}</p>
           <${Histogram} bars=${t.histogram} small />
@@ -37,7 +37,7 @@ export function TaskPage({ task }) {
   if (!data) return html`<${Crumbs} task=${task} /><${Loading} error=${error} />`;
   return html`
     <${Crumbs} task=${task} />
-    <h1>${task}</h1>
+    <h1>${task} <${TaskState} state=${data.state} /></h1>
     <section class="row">
       <div class="panel">
         <h3>Sessions by status</h3>
@@ -82,6 +82,11 @@ export function TaskPage({ task }) {
         </tbody>
       </table>
     </section>`;
+}
+
+/** The task's state as the control API names it: a cancelled task is never shown as completed. */
+function TaskState({ state }) {
+  return html`<span class=${`task-state t-${state}`} data-testid="task-state" data-state=${state}>${state}</span>`;
 }
 
 function StatusCounts({ statuses }) {

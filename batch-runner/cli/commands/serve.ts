@@ -2,8 +2,7 @@ import { type Command, UsageError } from "../command.ts";
 import { engineFlag, intFlag, numberFlag, parseFlags, untilSignal, upstreamFlag } from "../flags.ts";
 
 const usage = `Usage: polar serve [--upstream URL] [--engine vllm|sglang] [--port 8787] [--host 127.0.0.1]
-                   [--out DIR] [--control-token T] [--admin-token T] [--policy-version V]
-                   [--run N] [--log-requests]
+                   [--out DIR] [--control-token T] [--run N] [--log-requests] [--allow-unsandboxed]
 
 The task control API locally, in one command: the proxy with POST/GET/DELETE /v1/tasks and
 /openapi.json, an in-memory queue, a directory store under DIR/store and a batch runner in this
@@ -17,11 +16,10 @@ as signed local download URLs, as an S3 store would presign them. Then, from ano
   --port, --host     where the proxy listens (default 127.0.0.1:8787)
   --out DIR          output directory (default .polar/serve; the store is DIR/store)
   --control-token T  the control API's bearer token (or POLAR_CONTROL_TOKEN; random if neither, printed)
-  --admin-token T    enables /admin/policy-version (or POLAR_ADMIN_TOKEN): a trainer that syncs
-                     weights tells the proxy the new version (docs/proxy.md "Policy version")
-  --policy-version V version stamped on captures when the engine reports none
   --run N            concurrent harness runs (default 4)
   --log-requests     one line per proxy call: method, path, provider, session, status, ms
+  --allow-unsandboxed  without a working bwrap, run sessions unsandboxed on this host as this
+                     user (otherwise serve refuses to start); also allows runtime.backend process
 
 Jobs live in this process: queued sessions are lost when it stops (results already written stay,
 and resubmitting reruns only the sessions without one). For a fleet use \`polar proxy
@@ -40,10 +38,9 @@ const command: Command = {
         host: { type: "string" },
         out: { type: "string" },
         "control-token": { type: "string" },
-        "admin-token": { type: "string" },
-        "policy-version": { type: "string" },
         run: { type: "string" },
         "log-requests": { type: "boolean" },
+        "allow-unsandboxed": { type: "boolean" },
       },
       strict: true,
       allowPositionals: true,
@@ -61,10 +58,9 @@ const command: Command = {
         host: values.host,
         outDir: values.out,
         controlToken: givenToken,
-        adminToken: values["admin-token"] || process.env.POLAR_ADMIN_TOKEN || undefined,
-        policyVersion: values["policy-version"],
         run: intFlag("run", values.run, 4, 1, 1024),
         logRequests: values["log-requests"] === true,
+        allowUnsandboxed: values["allow-unsandboxed"] === true,
       });
     } catch (err) {
       if (err instanceof UsageError) throw err;
@@ -72,6 +68,7 @@ const command: Command = {
       return 1;
     }
     console.log(`polar serve: control API and proxy on ${local.url}; store ${local.storeDir}`);
+    console.log(`polar serve: viewer at ${local.url}/viewer/ (same control token)`);
     // A token the user chose is theirs to know; a generated one must be shown to be usable.
     const token = givenToken ? "$POLAR_CONTROL_TOKEN" : local.controlToken;
     if (!givenToken)

@@ -30,30 +30,67 @@ class ControlApiError(RuntimeError):
 
 
 class TaskFailed(RuntimeError):
-    """The task ended without a shard (cancelled), or did not finish in time."""
+    """The task was cancelled (its shard, if written, holds only what ran before), or did not
+    finish in time."""
+
+
+# The largest answer or download read: a shard of a big group is tens of MB; a URL that never
+# ends (a misbehaving server) must not fill the trainer's memory.
+MAX_READ_BYTES = 1 << 30
+
+
+class _HttpOnlyRedirects(urllib.request.HTTPRedirectHandler):
+    """Follows redirects to http(s) only (urllib would also follow one to ftp://)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+        if not _is_http(newurl):
+            raise ControlApiError(code, f"refused a redirect to {newurl!r}: only http(s) URLs are read")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+# No file:// or ftp:// handler: a URL the control server hands out is fetched over HTTP or not at all.
+_OPENER = urllib.request.OpenerDirector()
+for _handler in (
+    urllib.request.ProxyHandler(),
+    urllib.request.HTTPHandler(),
+    urllib.request.HTTPSHandler(),
+    urllib.request.HTTPDefaultErrorHandler(),
+    _HttpOnlyRedirects(),
+    urllib.request.HTTPErrorProcessor(),
+):
+    _OPENER.add_handler(_handler)
 
 
 class ControlClient:
-    """``ControlClient("http://proxy:8787", admin_token)``.
+    """``ControlClient("http://proxy:8787", control_token)``.
 
-    Results and shards are downloaded through the presigned URLs the API hands out; with a
-    store that cannot presign (a directory store, an R2 binding) pass ``store`` so the keys it
-    lists are read from the store directly.
+    ``control_token`` is the control API's bearer token: the proxy's ``--control-token`` /
+    ``$POLAR_CONTROL_TOKEN`` (what ``polar serve`` prints), or its admin token on a proxy
+    configured without one (``admin_token=`` is the same parameter under its old name). Results and shards are downloaded through the presigned URLs the API
+    hands out (http(s) only, at most ``max_read_bytes`` each); with a store that cannot presign
+    (a directory store, an R2 binding) pass ``store`` so the keys it lists are read from the
+    store directly.
     """
 
     def __init__(
         self,
         base_url: str,
-        admin_token: str,
+        control_token: str | None = None,
         *,
+        admin_token: str | None = None,
         store: Store | None = None,
         timeout_s: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
+        max_read_bytes: int = MAX_READ_BYTES,
     ) -> None:
-        if not base_url.startswith(("http://", "https://")):
+        if not _is_http(base_url):
             raise ValueError(f"base_url must be http(s), got {base_url!r}")
+        self.max_read_bytes = max_read_bytes
         self.base_url = base_url.rstrip("/")
-        self.admin_token = admin_token
+        token = control_token if control_token is not None else admin_token
+        if not token:
+            raise ValueError("control_token is required (polar serve prints it; or $POLAR_CONTROL_TOKEN)")
+        self.control_token = token
         self.store = store
         self.timeout_s = timeout_s
         self._sleep = sleep
@@ -83,10 +120,9 @@ class ControlClient:
         deadline = time.monotonic() + timeout_s
         while True:
             status = self.status(task_id)
+            _raise_if_cancelled(task_id, status)
             if status["state"] == "completed":
                 return status
-            if status["state"] == "cancelled":
-                raise TaskFailed(f"task {task_id} was cancelled: {status['counts']}")
             if time.monotonic() >= deadline:
                 raise TaskFailed(f"task {task_id} not completed after {timeout_s}s: {status['counts']}")
             self._sleep(poll_s)
@@ -111,10 +147,10 @@ class ControlClient:
                     continue
                 seen.add(entry["session_id"])
                 yield parse_result(data)
+            # A cancelled group also completes (its sessions end as ERROR): that is no finished group.
+            _raise_if_cancelled(task_id, self.status(task_id))
             if listing["complete"] and missing == 0:
                 return
-            if self.status(task_id)["state"] == "cancelled":
-                raise TaskFailed(f"task {task_id} was cancelled")
             if time.monotonic() >= deadline:
                 raise TaskFailed(f"task {task_id}: {len(seen)} results after {timeout_s}s, group not complete")
             self._sleep(poll_s)
@@ -147,12 +183,12 @@ class ControlClient:
     def _call(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> dict[str, Any]:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.base_url + path, data=data, method=method)
-        request.add_header("authorization", f"Bearer {self.admin_token}")
+        request.add_header("authorization", f"Bearer {self.control_token}")
         if data is not None:
             request.add_header("content-type", "application/json")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as answer:
-                doc = json.loads(answer.read())
+            with _OPENER.open(request, timeout=self.timeout_s) as answer:
+                doc = json.loads(self._read(answer, f"{method} {path}"))
         except urllib.error.HTTPError as err:
             raise ControlApiError(err.code, _error_message(err.read())) from None
         except urllib.error.URLError as err:
@@ -161,21 +197,41 @@ class ControlClient:
             raise ControlApiError(200, f"{method} {path}: answer is not a JSON object")
         return doc
 
+    def _read(self, answer: Any, what: str) -> bytes:
+        body: bytes = answer.read(self.max_read_bytes + 1)
+        if len(body) > self.max_read_bytes:
+            raise ControlApiError(200, f"{what}: the answer is over {self.max_read_bytes} bytes; not read")
+        return body
+
     def _download(self, key: str, url: str | None) -> bytes | None:
         if url is not None:
+            # The URL comes from the server: never let it name a local file (file://) or another scheme.
+            if not _is_http(url):
+                raise ControlApiError(200, f"download of {key}: refused {url!r}, only http(s) URLs are read")
             try:
-                with urllib.request.urlopen(url, timeout=self.timeout_s) as answer:
-                    body: bytes = answer.read()
-                    return body
+                with _OPENER.open(url, timeout=self.timeout_s) as answer:
+                    return self._read(answer, f"download of {key}")
             except urllib.error.HTTPError as err:
                 if err.code == 404:
                     return None
                 raise ControlApiError(err.code, f"download of {key} failed") from None
+            except urllib.error.URLError as err:
+                raise ControlApiError(0, f"download of {key}: {err.reason}") from None
         if self.store is None:
             raise ControlApiError(
                 200, f"{key} has no download URL (the proxy's store cannot presign): pass store= to read it"
             )
         return self.store.get(key)
+
+
+def _is_http(url: str) -> bool:
+    return urllib.parse.urlsplit(url).scheme.lower() in ("http", "https")
+
+
+def _raise_if_cancelled(task_id: str, status: Mapping[str, Any]) -> None:
+    # `cancelled` too: a server from before `cancelled` was a state of its own said `completed`.
+    if status.get("state") == "cancelled" or status.get("cancelled") is True:
+        raise TaskFailed(f"task {task_id} was cancelled: {status.get('counts')}")
 
 
 def _quote(task_id: str) -> str:

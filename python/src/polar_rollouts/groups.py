@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,23 +86,42 @@ def grpo_advantages(
     all scored the same, or that has one session, gets 0 everywhere: it carries no signal.
     """
     items = list(traces)
-    out = np.zeros(len(items), dtype=np.float32)
-    sessions: dict[str, dict[str, list[float]]] = {}
-    for t in items:
-        if t.reward is not None:
-            sessions.setdefault(t.group_id, {}).setdefault(t.session_id, []).append(t.reward)
+    return session_grpo_advantages(
+        [t.group_id for t in items],
+        [t.session_id for t in items],
+        [t.reward for t in items],
+        eps=eps,
+        normalize_std=normalize_std,
+    )
+
+
+def session_grpo_advantages(
+    groups: Sequence[str],
+    sessions: Sequence[str],
+    rewards: Sequence[float | None] | npt.NDArray[np.float64],
+    *,
+    eps: float = 1e-6,
+    normalize_std: bool = True,
+) -> npt.NDArray[np.float32]:
+    """``grpo_advantages`` on parallel lists (one entry per trace), for trainer hooks that see
+    columns rather than ``Trace`` objects (verl's estimator, slime's reward post-processing)."""
+    out = np.zeros(len(groups), dtype=np.float32)
+    by_group: dict[str, dict[str, list[float]]] = {}
+    for g, s, r in zip(groups, sessions, rewards, strict=True):
+        if r is not None:
+            by_group.setdefault(g, {}).setdefault(s, []).append(float(r))
     stats: dict[str, tuple[float, float]] = {}
-    for group_id, by_session in sessions.items():
-        rewards = np.array([np.mean(r) for r in by_session.values()], dtype=np.float64)
+    for group_id, by_session in by_group.items():
+        means = np.array([np.mean(r) for r in by_session.values()], dtype=np.float64)
         # Bessel-corrected, like torch.std (verl, TRL); one session has no spread.
-        std = float(rewards.std(ddof=1)) if len(rewards) > 1 else 0.0
-        stats[group_id] = (float(rewards.mean()), std)
-    for i, t in enumerate(items):
-        if t.reward is None:
+        std = float(means.std(ddof=1)) if len(means) > 1 else 0.0
+        stats[group_id] = (float(means.mean()), std)
+    for i, (g, r) in enumerate(zip(groups, rewards, strict=True)):
+        if r is None:
             continue
-        mean, std = stats[t.group_id]
+        mean, std = stats[g]
         if std == 0.0:
             continue
-        centered = t.reward - mean
+        centered = float(r) - mean
         out[i] = centered / (std + eps) if normalize_std else centered
     return out

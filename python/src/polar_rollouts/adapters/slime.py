@@ -1,8 +1,14 @@
-"""slime: ``slime.utils.types.Sample`` dicts (the shape ``Sample.from_dict`` takes).
+"""slime: ``slime.utils.types.Sample`` dicts (the shape ``Sample.from_dict`` takes) and the reward
+post-processing hook that normalises them by Polar's groups and sessions.
 
-slime is not on PyPI; the mapping follows ``slime/utils/types.py`` (THUDM/slime): ``tokens`` is
-prompt + response, ``response_length`` counts the response, ``loss_mask`` and
-``rollout_log_probs`` cover the response only, ``status`` is the ``Sample.Status`` value.
+Checked against THUDM/slime at 624b824a (``slime/utils/types.py``, ``slime/ray/rollout.py``,
+``slime/backends/megatron_utils/cp_utils.py``). ``tokens`` is prompt + response,
+``response_length`` counts the response, ``loss_mask`` and ``rollout_log_probs`` cover the
+response only. slime's own reward normalisation groups samples by position
+(``n_samples_per_prompt`` in a row; the whole batch when the count does not match) and never
+reads ``group_index``; ``post_process_rewards`` below groups by Polar's ``group_id`` and counts
+each session once. ``rollout_id`` is one number per session: slime's loss then averages a
+session's traces as one rollout instead of counting each trace as its own.
 """
 
 from __future__ import annotations
@@ -10,8 +16,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..groups import group_by
+from ..groups import group_by, session_grpo_advantages
 from ..trace import Trace
+from .behaviour_logprobs import RawLogprobs, behaviour_logprobs
+from .rewards import require_rewards
+
+# slime's estimators that normalise rewards per group (RolloutManager._post_process_rewards).
+GROUP_NORMALISED = ("grpo", "gspo", "cispo", "reinforce_plus_plus_baseline")
+STD_NORMALISED = ("grpo", "gspo", "cispo")
 
 
 def slime_status(trace: Trace) -> str:
@@ -25,15 +37,26 @@ def slime_status(trace: Trace) -> str:
     return "completed"
 
 
-def to_slime_sample(trace: Trace, *, group_index: int, index: int) -> dict[str, Any]:
+def to_slime_sample(
+    trace: Trace,
+    *,
+    group_index: int,
+    index: int,
+    rollout_id: int,
+    rollout_logprobs: bool = True,
+    raw_logprobs: RawLogprobs = "refuse",
+) -> dict[str, Any]:
+    require_rewards([trace])
+    logprobs = behaviour_logprobs(trace, raw_logprobs=raw_logprobs).tolist() if rollout_logprobs else None
     return {
         "group_index": group_index,
         "index": index,
+        "rollout_id": rollout_id,
         "tokens": trace.input_ids.tolist(),
         "response_length": len(trace.response_ids),
         "reward": trace.reward,
         "loss_mask": trace.loss_mask.astype(int).tolist(),
-        "rollout_log_probs": None if trace.response_logprobs is None else trace.response_logprobs.tolist(),
+        "rollout_log_probs": logprobs,
         "weight_versions": [v for v in (trace.policy_version, trace.policy_version_end) if v is not None],
         "status": slime_status(trace),
         "session_id": trace.session_id,
@@ -41,6 +64,7 @@ def to_slime_sample(trace: Trace, *, group_index: int, index: int) -> dict[str, 
             "polar": {
                 "task_id": trace.task_id,
                 "group_id": trace.group_id,
+                "session_id": trace.session_id,
                 "trace_index": trace.trace_index,
                 "orphan": trace.orphan,
                 "orphan_reason": trace.orphan_reason,
@@ -52,7 +76,38 @@ def to_slime_sample(trace: Trace, *, group_index: int, index: int) -> dict[str, 
     }
 
 
-def to_slime_samples(traces: Sequence[Trace]) -> list[dict[str, Any]]:
-    """One dict per trace; ``group_index`` numbers the GRPO groups in first-seen order."""
-    group_numbers = {gid: n for n, gid in enumerate(group_by(traces))}
-    return [to_slime_sample(t, group_index=group_numbers[t.group_id], index=i) for i, t in enumerate(traces)]
+def to_slime_samples(traces: Sequence[Trace], **kwargs: Any) -> list[dict[str, Any]]:
+    """One dict per trace, a group's traces next to each other (first-seen group order);
+    ``group_index`` numbers the groups, ``rollout_id`` the sessions, ``index`` the samples. A trace
+    without a reward (or logprobs, unless ``rollout_logprobs=False``) is refused by name."""
+    require_rewards(traces)
+    ordered = [t for group in group_by(traces).values() for t in group]
+    groups = {gid: n for n, gid in enumerate(group_by(ordered))}
+    sessions = {sid: n for n, sid in enumerate(dict.fromkeys(t.session_id for t in ordered))}
+    return [
+        to_slime_sample(t, group_index=groups[t.group_id], index=i, rollout_id=sessions[t.session_id], **kwargs)
+        for i, t in enumerate(ordered)
+    ]
+
+
+def post_process_rewards(args: Any, samples: Sequence[Any]) -> tuple[list[float], list[float]]:
+    """slime's ``--custom-reward-post-process-path polar_rollouts.adapters.slime.post_process_rewards``:
+    ``(raw_rewards, rewards)`` as ``RolloutManager._post_process_rewards`` returns them, with the
+    groups taken from Polar's ``group_id`` and each session counted once, under the same switches
+    (``advantage_estimator``, ``rewards_normalization``, ``grpo_std_normalization``)."""
+    raw = [float(s.get_reward_value(args)) for s in samples]
+    if args.advantage_estimator not in GROUP_NORMALISED or not args.rewards_normalization:
+        return raw, raw
+    polar = []
+    for s in samples:
+        meta = (s.metadata or {}).get("polar")
+        if meta is None:
+            raise ValueError(f"sample {s.index} has no metadata['polar']: build samples with to_slime_samples")
+        polar.append(meta)
+    advantages = session_grpo_advantages(
+        [m["group_id"] for m in polar],
+        [m["session_id"] for m in polar],
+        raw,
+        normalize_std=args.advantage_estimator in STD_NORMALISED and bool(args.grpo_std_normalization),
+    )
+    return raw, advantages.tolist()

@@ -1,7 +1,9 @@
 """verl: a ``DataProto`` batch shaped like verl's agent loop output (``AgentLoopManager._postprocess``).
 
 Prompts are left-padded and responses right-padded to a common length, so every row's
-response starts at the same column, as verl's actor and advantage code assume.
+response starts at the same column, as verl's actor and advantage code assume. Checked against
+verl 0.9.1: the reward goes in ``rm_scores`` (what ``verl.trainer.ppo.reward.extract_reward``
+reads), and GRPO groups rows by ``uid``.
 """
 
 from __future__ import annotations
@@ -11,8 +13,27 @@ from typing import Any
 
 import numpy as np
 
-from ..groups import grpo_advantages
 from ..trace import Trace
+from .behaviour_logprobs import RawLogprobs, behaviour_logprobs
+from .optional_imports import import_extra
+from .rewards import require_rewards
+
+
+class PolarUid(str):
+    """A ``uid`` that is its group id to everything in verl (equality, hashing, grouping) and
+    also carries the trace's session, which the ``polar_grpo`` estimator (verl_estimator.py)
+    needs to count each session once; verl hands estimators only ``uid``."""
+
+    session_id: str
+
+    def __new__(cls, group_id: str, session_id: str) -> PolarUid:
+        uid = super().__new__(cls, group_id)
+        uid.session_id = session_id
+        return uid
+
+    def __reduce__(self) -> tuple[Any, tuple[str, str]]:
+        # Ray pickles the batch between driver and workers; keep the session across.
+        return (PolarUid, (str(self), self.session_id))
 
 
 def to_verl_tensors(
@@ -21,29 +42,35 @@ def to_verl_tensors(
     pad_token_id: int,
     max_prompt_length: int | None = None,
     max_response_length: int | None = None,
+    rollout_logprobs: bool = True,
+    raw_logprobs: RawLogprobs = "refuse",
     logprobs_as_old_log_probs: bool = False,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, Any]]:
     """(tensors, non_tensors, meta_info) for ``DataProto.from_dict``.
 
     Tensors: ``prompts``, ``responses``, ``input_ids``, ``attention_mask``, ``position_ids``,
-    ``response_mask`` (Polar's ``loss_mask``; 0 on padding), ``rollout_log_probs`` (when every
-    trace has logprobs), ``token_level_scores`` (the reward on the last response token, where
-    verl's agent loop puts ``rm_scores``). With ``logprobs_as_old_log_probs`` the rollout
-    logprobs are also given as ``old_log_probs`` (verl's bypass mode: the behaviour policy is
-    the rollout engine, no actor recompute). Non-tensors: ``uid`` (= ``group_id``: verl's GRPO
-    groups by it), ``session_id``, ``trace_index``, ``status``, ``orphan``,
-    ``crossed_weight_update``, ``policy_version``. A trace longer than a limit is refused, not cut.
+    ``response_mask`` (Polar's ``loss_mask``; 0 on padding), ``rm_scores`` (the reward on the last
+    response token, where verl's agent loop puts it), ``rollout_log_probs`` (the engine's, for
+    verl's rollout correction; ``rollout_logprobs=False`` leaves them out). With
+    ``logprobs_as_old_log_probs`` they are also ``old_log_probs`` (verl's bypass mode).
+    Non-tensors: ``uid`` (a ``PolarUid``: the group for verl, the session for ``polar_grpo``),
+    ``session_id``, ``trace_index``, ``status``, ``orphan``, ``crossed_weight_update``,
+    ``policy_version``. A trace without a reward (or without logprobs, when they are asked for)
+    is refused by name; a trace longer than a limit is refused, not cut.
     """
-    import torch
+    torch = import_extra("torch", extra="torch", needed_by="to_verl_tensors")
 
     if not traces:
         raise ValueError("no traces")
+    rewards = require_rewards(traces)
+    lps = [behaviour_logprobs(t, raw_logprobs=raw_logprobs) for t in traces] if rollout_logprobs else None
+    if logprobs_as_old_log_probs and lps is None:
+        raise ValueError("logprobs_as_old_log_probs needs rollout_logprobs=True")
     p_len = max(len(t.prompt_ids) for t in traces)
     r_len = max(len(t.response_ids) for t in traces)
     for limit, longest, what in ((max_prompt_length, p_len, "prompt"), (max_response_length, r_len, "response")):
-        if limit is not None:
-            if longest > limit:
-                raise ValueError(f"a {what} has {longest} tokens, over the limit {limit}")
+        if limit is not None and longest > limit:
+            raise ValueError(f"a {what} has {longest} tokens, over the limit {limit}")
     p_len = max_prompt_length or p_len
     r_len = max_response_length or r_len
     n = len(traces)
@@ -52,18 +79,18 @@ def to_verl_tensors(
     attention = torch.zeros((n, p_len + r_len), dtype=torch.long)
     response_mask = torch.zeros((n, r_len), dtype=torch.long)
     scores = torch.zeros((n, r_len), dtype=torch.float32)
-    have_logprobs = all(t.response_logprobs is not None for t in traces)
     logprobs = torch.zeros((n, r_len), dtype=torch.float32)
     for i, t in enumerate(traces):
         pl, rl = len(t.prompt_ids), len(t.response_ids)
+        if rl == 0:
+            raise ValueError(f"{t.session_id} trace {t.trace_index} has no response tokens to put its reward on")
         prompts[i, p_len - pl :] = torch.from_numpy(t.prompt_ids)
         responses[i, :rl] = torch.from_numpy(t.response_ids)
         attention[i, p_len - pl : p_len + rl] = 1
         response_mask[i, :rl] = torch.from_numpy(t.loss_mask.astype(np.int64))
-        if have_logprobs and t.response_logprobs is not None:
-            logprobs[i, :rl] = torch.from_numpy(t.response_logprobs)
-        if rl > 0 and t.reward is not None:
-            scores[i, rl - 1] = t.reward
+        if lps is not None:
+            logprobs[i, :rl] = torch.from_numpy(lps[i])
+        scores[i, rl - 1] = rewards[i]
     input_ids = torch.cat([prompts, responses], dim=1)
     # verl's compute_position_id_with_mask: positions count attended tokens, from 0.
     position_ids = torch.clip(torch.cumsum(attention, dim=-1) - 1, min=0)
@@ -74,14 +101,16 @@ def to_verl_tensors(
         "attention_mask": attention,
         "position_ids": position_ids,
         "response_mask": response_mask,
-        "token_level_scores": scores,
+        "rm_scores": scores,
     }
-    if have_logprobs:
+    if lps is not None:
         tensors["rollout_log_probs"] = logprobs
         if logprobs_as_old_log_probs:
             tensors["old_log_probs"] = logprobs.clone()
+    uids = np.empty(n, dtype=object)
+    uids[:] = [PolarUid(t.group_id, t.session_id) for t in traces]
     non_tensors = {
-        "uid": np.array([t.group_id for t in traces], dtype=object),
+        "uid": uids,
         "session_id": np.array([t.session_id for t in traces], dtype=object),
         "trace_index": np.array([t.trace_index for t in traces], dtype=object),
         "status": np.array([t.status for t in traces], dtype=object),
@@ -89,13 +118,18 @@ def to_verl_tensors(
         "crossed_weight_update": np.array([t.crossed_weight_update for t in traces], dtype=object),
         "policy_version": np.array([t.policy_version for t in traces], dtype=object),
     }
-    meta_info = {"polar_grpo_advantages": grpo_advantages(traces).tolist()}
-    return tensors, non_tensors, meta_info
+    return tensors, non_tensors, {}
 
 
-def to_data_proto(traces: Sequence[Trace], **kwargs: Any) -> Any:
-    """A real ``verl.DataProto`` (needs verl; see docs/trainers.md for a CPU install)."""
-    from verl.protocol import DataProto
+def to_data_proto(traces: Sequence[Trace], *, pad_token_id: int, **kwargs: Any) -> Any:
+    """A real ``verl.DataProto`` (needs verl; see docs/trainers.md for a CPU install).
 
-    tensors, non_tensors, meta_info = to_verl_tensors(traces, **kwargs)
+    ``pad_token_id`` fills the padding of ``prompts`` and ``responses``: the tokenizer's
+    ``pad_token_id`` (151643, ``<|endoftext|>``, for Qwen3). Other keyword arguments
+    (``max_prompt_length``, ``max_response_length``, ``logprobs_as_old_log_probs``) are
+    ``to_verl_tensors``'s.
+    """
+    DataProto = import_extra("verl.protocol", extra="verl", needed_by="to_data_proto").DataProto
+
+    tensors, non_tensors, meta_info = to_verl_tensors(traces, pad_token_id=pad_token_id, **kwargs)
     return DataProto.from_dict(tensors=tensors, non_tensors=non_tensors, meta_info=meta_info)

@@ -1,0 +1,51 @@
+/**
+ * vLLM's RL endpoints (server started with VLLM_SERVER_DEV_MODE=1) report the weights an engine
+ * serves at `GET /weight_info` (`{"weight_version": "..."}`; the trainer sets it with
+ * `/update_weight_version` or `/finish_weight_update`). Read on the replica that serves a call,
+ * right before the call is sent and right after its answer ends, it names the version that sampled
+ * the call without the trainer also telling the proxy, and a call that spanned a weight update
+ * shows both versions. An engine without the route is asked again only after a minute, so it
+ * costs one GET per minute per replica.
+ */
+import { getJson, type Upstream } from "../upstream.ts";
+
+const RECHECK_MS = 60_000;
+/** A version read waits at most this long; past it the call goes on without the engine's word. */
+const READ_TIMEOUT_MS = 5_000;
+
+export interface EngineVersionSpan {
+  start: string;
+  end: string;
+}
+
+export class EngineVersions {
+  private readonly absentUntil = new WeakMap<Upstream, number>();
+  readonly enabled: boolean;
+  private readonly clock: () => number;
+
+  constructor(enabled: boolean, clock: () => number = Date.now) {
+    this.enabled = enabled;
+    this.clock = clock;
+  }
+
+  /** The version the engine serves now, or null when it does not say (or is not asked). */
+  async read(up: Upstream): Promise<string | null> {
+    if (!this.enabled) return null;
+    const until = this.absentUntil.get(up);
+    if (until !== undefined && this.clock() < until) return null;
+    // Quiet: an engine without the route is the common case, not a failure worth a log line.
+    const res = await getJson({ ...up, log: undefined, timeoutMs: READ_TIMEOUT_MS }, "/weight_info");
+    if (res.ok && typeof res.body.weight_version === "string") {
+      this.absentUntil.delete(up);
+      return res.body.weight_version;
+    }
+    this.absentUntil.set(up, this.clock() + RECHECK_MS);
+    return null;
+  }
+
+  /** The end of a call whose start the engine named: its version now (the start's if it no longer says). */
+  async end(up: Upstream, start: string | null): Promise<EngineVersionSpan | null> {
+    if (start === null) return null;
+    return { start, end: (await this.read(up)) ?? start };
+  }
+}
