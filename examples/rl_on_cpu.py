@@ -285,7 +285,6 @@ def train(
     snapshots: dict[int, dict[str, torch.Tensor]] = {0: {k: v.detach().clone() for k, v in model.state_dict().items()}}
     curve = (out / "curve.jsonl").open("w")
     failures: list[str] = []
-    timeline: list[tuple[str, int, float]] = []
 
     def submit(iteration: int) -> Batch:
         ids = [client.submit(task_for(run_id, iteration, g, args))["task_id"] for g in range(args.groups)]
@@ -435,7 +434,6 @@ def train(
         for old in [v for v in snapshots if v < version - args.max_staleness - 1]:
             del snapshots[old]
         sync_s = sync(version)
-        timeline.append(("sync", version, time.monotonic() - t_start))
         if args.mode == "sync" and iteration + 1 < args.iterations:
             nxt = submit(iteration + 1)
         row = {
