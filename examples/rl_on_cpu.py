@@ -176,7 +176,7 @@ def mask_runs(mask: np.ndarray) -> int:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="run directory: curve.jsonl, curve.png, store/, logs")
-    ap.add_argument("--iterations", type=int, default=30)
+    ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--mode", choices=["sync", "one-step-off"], default="one-step-off")
     ap.add_argument("--groups", type=int, default=2, help="task groups per iteration (one prompt each)")
