@@ -174,7 +174,9 @@ def mask_runs(mask: np.ndarray) -> int:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     ap.add_argument("--out", type=Path, required=True, help="run directory: curve.jsonl, curve.png, store/, logs")
     ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
@@ -183,7 +185,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--group-size", type=int, default=8, help="sessions per group (GRPO group)")
     ap.add_argument("--max-tokens", type=int, default=12, help="tokens per model call (two calls a session)")
     ap.add_argument("--lr", type=float, default=5e-2)
-    ap.add_argument("--clip", type=float, default=0.2, help="PPO clip range of the importance ratio")
+    ap.add_argument("--clip", type=float, default=0.2, help="PPO clip range of the ratio against the step's own weights")
     ap.add_argument("--is-cap", type=float, default=2.0, help="truncation of the importance weight (TIS)")
     ap.add_argument("--max-staleness", type=int, default=1, help="drop samples more versions old than this")
     ap.add_argument("--logprob-tolerance", type=float, default=1e-3, help="max |trainer - captured| logprob (nats)")
