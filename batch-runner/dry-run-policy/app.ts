@@ -222,8 +222,7 @@ export function createPolicyApp(options: PolicyAppOptions = {}, qwen3: Qwen3 = l
       if (!request.stream) return c.json(chatCompletionBody(qwen3, request, gen, meta));
       const planned = chatCompletionChunks(qwen3, request, gen, meta);
       const vllmChunks = options.dropToolCallIds ? withoutToolCallIds(planned) : planned;
-      const chunks =
-        shape === "vllm" ? vllmChunks : sglangChunks(vllmChunks, request, gen, shape, weightVersion);
+      const chunks = shape === "vllm" ? vllmChunks : sglangChunks(vllmChunks, request, gen, shape);
       return c.body(sseStream(chunks, options.tokensPerSecond), 200, {
         "content-type": "text/event-stream; charset=utf-8",
         "cache-control": "no-cache",

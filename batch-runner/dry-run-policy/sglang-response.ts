@@ -84,21 +84,19 @@ export function sglangChatCompletionBody(
     usage: usage(gen),
     metadata: { weight_version: weightVersion },
   };
-  const ext = sglext(request, gen, shape, weightVersion);
+  const ext = sglext(request, gen, shape);
   if (ext) body.sglext = ext;
   return body;
 }
 
 /** Response-level ids (PR #34488), only in the newest layout and only when asked. */
-function sglext(request: ChatCompletionRequest, gen: Generation, shape: SglangShape, weightVersion: string) {
+function sglext(request: ChatCompletionRequest, gen: Generation, shape: SglangShape) {
   if (shape !== "sglang") return null;
   const ext: Record<string, unknown> = {};
   if (request.return_input_ids_in_sglext === true) ext.input_ids = gen.promptIds;
   if (request.return_output_ids_in_sglext === true) ext.output_ids = [gen.ids];
-  if (Object.keys(ext).length === 0) return null;
-  ext.weight_version = weightVersion;
-  ext.weight_versions = [{ version: weightVersion, start: 0, end: gen.ids.length }];
-  return ext;
+  // SGLang 0.5.23's sglext has ids, routed experts and token details, never a weight version.
+  return Object.keys(ext).length === 0 ? null : ext;
 }
 
 /**
@@ -110,7 +108,6 @@ export function sglangChunks(
   request: ChatCompletionRequest,
   gen: Generation,
   shape: SglangShape,
-  weightVersion: string,
 ): Record<string, unknown>[] {
   const out: Record<string, unknown>[] = vllmChunks.map((chunk) => {
     const { prompt_token_ids: _p, ...rest } = chunk;
@@ -128,7 +125,7 @@ export function sglangChunks(
       }),
     };
   });
-  const ext = sglext(request, gen, shape, weightVersion);
+  const ext = sglext(request, gen, shape);
   if (ext && vllmChunks.length > 0) {
     const { id, created, model } = vllmChunks[0];
     out.push({ id, object: "chat.completion.chunk", created, model, choices: [], sglext: ext });

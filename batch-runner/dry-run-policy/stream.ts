@@ -11,7 +11,14 @@ import type { Range } from "./assistant-text.ts";
 import type { Generation } from "./generate.ts";
 import type { Qwen3 } from "./qwen3.ts";
 import type { ChatCompletionRequest } from "./request-schema.ts";
-import { completionId, logprobsFor, type ResponseMeta, toolCallsOf, usageOf } from "./response.ts";
+import {
+  completionId,
+  logprobsFor,
+  type ResponseMeta,
+  SYSTEM_FINGERPRINT,
+  toolCallsOf,
+  usageOf,
+} from "./response.ts";
 
 interface PlannedChunk {
   delta: Record<string, unknown>;
@@ -69,8 +76,10 @@ function planChunks(gen: Generation): PlannedChunk[] {
     offset = b;
     i++;
   }
-  // Whatever markup is left (the closing `<|im_end|>`) travels with the finish chunk.
-  chunks.push({ delta: {}, start: pendingStart, end: gen.ids.length });
+  // Whatever markup is left (the closing `<|im_end|>`) travels with the finish chunk; with
+  // nothing left (an answer cut at max_tokens), vLLM puts the finish on the last text chunk.
+  if (pendingStart < gen.ids.length || chunks.length === 0)
+    chunks.push({ delta: {}, start: pendingStart, end: gen.ids.length });
   return chunks;
 }
 
@@ -91,7 +100,7 @@ export function chatCompletionChunks(
     {
       ...base,
       choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }],
-      ...(withIds ? { prompt_token_ids: gen.promptIds } : {}),
+      ...(withIds ? { prompt_token_ids: gen.promptIds, prompt_text: null } : {}),
     },
   ];
   const planned = planChunks(gen);
@@ -112,7 +121,8 @@ export function chatCompletionChunks(
       ],
     });
   });
-  if (request.stream_options?.include_usage) out.push({ ...base, choices: [], usage: usageOf(gen) });
+  if (request.stream_options?.include_usage)
+    out.push({ ...base, choices: [], usage: usageOf(gen, true), system_fingerprint: SYSTEM_FINGERPRINT });
   return out;
 }
 

@@ -50,6 +50,7 @@ export async function evaluateSession(
             evaluator: evaluator.name,
             outcome_reward: evaluation.outcome_reward,
             ...(evaluation.trace_rewards ? { trace_rewards: evaluation.trace_rewards } : {}),
+            ...(evaluation.step_rewards ? { step_rewards: evaluation.step_rewards } : {}),
             metadata: evaluation.metadata,
           }
         : { evaluator: evaluator.name, error },

@@ -25,6 +25,12 @@ export interface Evaluation {
   outcome_reward: number;
   /** One per trace; a length mismatch makes the session ERROR. */
   trace_rewards?: number[];
+  /**
+   * Process rewards: per trace, one entry per sampled turn (trace-turns.ts), null for a turn given
+   * none. They land on `Trace.step_rewards` as `{start, end, reward}` token spans; a shape mismatch
+   * makes the session ERROR.
+   */
+  step_rewards?: (number | null)[][];
   metadata: Record<string, unknown>;
 }
 

@@ -1,6 +1,7 @@
 import { loadEvaluatorModule, looksLikeModulePath } from "./custom-module.ts";
 import type { Evaluator } from "./evaluator.ts";
 import { allowedModulePath, type ModulePolicy } from "./evaluator-dirs.ts";
+import { harbor } from "./harbor.ts";
 import { sessionCompleted } from "./session-completed.ts";
 import { swePatch } from "./swe-patch.ts";
 import { testOnOutput } from "./test-on-output.ts";
@@ -10,6 +11,7 @@ export const evaluators: Record<string, Evaluator> = {
   session_completed: sessionCompleted,
   test_on_output: testOnOutput,
   swe_patch: swePatch,
+  harbor,
 };
 
 /**

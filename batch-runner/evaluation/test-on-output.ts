@@ -7,6 +7,7 @@ import type { Evaluation, EvaluationContext, Evaluator } from "./evaluator.ts";
 import { commandTimeoutMs, parseEvaluatorConfig, tail } from "./evaluator-config.ts";
 import { copyEvaluatorFiles } from "./evaluator-files.ts";
 import { judgeEnv } from "./judge-env.ts";
+import { toolStepRewards } from "./tool-step-rewards.ts";
 
 /**
  * `test_on_output`: after the harness, the agent's declared `outputs` and then the evaluator's files
@@ -21,35 +22,42 @@ export { TestOnOutputConfig };
 export const testOnOutput: Evaluator = {
   name: "test_on_output",
   needsFreshRuntime: true,
-  async evaluate(_trajectory: Trajectory, ctx: EvaluationContext): Promise<Evaluation> {
+  async evaluate(trajectory: Trajectory, ctx: EvaluationContext): Promise<Evaluation> {
     const cfg = parseEvaluatorConfig("test_on_output", TestOnOutputConfig, ctx.config);
-    if (cfg.trust_agent_runtime) return judge(ctx.runtime, cfg, ctx, { runtime: "agent" });
-    const fresh = await ctx.freshRuntime();
-    try {
-      let outputs: Awaited<ReturnType<typeof copyAgentOutputs>>;
-      try {
-        outputs = await copyAgentOutputs(ctx.runtime, fresh, cfg.outputs);
-      } catch (err) {
-        if (!(err instanceof OutputsTooLarge)) throw err;
-        return {
-          outcome_reward: 0,
-          metadata: {
-            command: cfg.command,
-            mode: "outputs",
-            reason: `the agent's outputs are ${err.message}`,
-          },
-        };
-      }
-      return await judge(fresh, cfg, ctx, {
-        runtime: "fresh",
-        outputs: outputs.copied,
-        ...(outputs.skipped.length ? { outputs_skipped: outputs.skipped.slice(0, 50) } : {}),
-      });
-    } finally {
-      await fresh.stop().catch(() => {});
-    }
+    const outcome = await outcomeOf(cfg, ctx);
+    if (cfg.step_rewards === "none") return outcome;
+    const { loadQwen3 } = await import("../dry-run-policy/qwen3.ts");
+    return { ...outcome, step_rewards: toolStepRewards(trajectory, loadQwen3()) };
   },
 };
+
+async function outcomeOf(cfg: TestOnOutputConfig, ctx: EvaluationContext): Promise<Evaluation> {
+  if (cfg.trust_agent_runtime) return judge(ctx.runtime, cfg, ctx, { runtime: "agent" });
+  const fresh = await ctx.freshRuntime();
+  try {
+    let outputs: Awaited<ReturnType<typeof copyAgentOutputs>>;
+    try {
+      outputs = await copyAgentOutputs(ctx.runtime, fresh, cfg.outputs);
+    } catch (err) {
+      if (!(err instanceof OutputsTooLarge)) throw err;
+      return {
+        outcome_reward: 0,
+        metadata: {
+          command: cfg.command,
+          mode: "outputs",
+          reason: `the agent's outputs are ${err.message}`,
+        },
+      };
+    }
+    return await judge(fresh, cfg, ctx, {
+      runtime: "fresh",
+      outputs: outputs.copied,
+      ...(outputs.skipped.length ? { outputs_skipped: outputs.skipped.slice(0, 50) } : {}),
+    });
+  } finally {
+    await fresh.stop().catch(() => {});
+  }
+}
 
 async function judge(
   runtime: Runtime,

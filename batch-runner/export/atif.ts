@@ -1,14 +1,19 @@
+import { traceTurns } from "../evaluation/trace-turns.ts";
+import { qwen3ChatTokenIds } from "../inspect/chat-segments.ts";
 import type { ShardRow } from "../shards/shard-rows.ts";
+import { type ChatTokenizer, chatTrace, type ToolCall } from "./atif-chat-steps.ts";
 
 /**
- * ATIF v1.4 (Harbor's Agent Trajectory Interchange Format, RFC 0001-trajectory-format) from shard
- * rows: one trajectory per session. Each trace opens with a `user` step holding its prompt; each
- * run of sampled (mask 1) response tokens is an `agent` step whose metrics carry the exact
- * `prompt_token_ids` the engine saw for that turn (the trace prompt plus the response before the
- * run), its `completion_token_ids` and `logprobs`; the inserted (mask 0) tokens after it are that
- * step's observation. Polar's own fields (trace index, orphan, break reason, reward) go in `extra`.
+ * ATIF v1.5 (Harbor's Agent Trajectory Interchange Format, RFC 0001-trajectory-format) from shard
+ * rows: one trajectory per session. With a tokenizer (`chat`), each trace reads as its chat
+ * (atif-chat-steps.ts): system, user and agent steps in plain text, tool calls as `tool_calls`
+ * with their results as the observation. Without one, each trace opens with an empty `user` step
+ * and each run of sampled (mask 1) tokens is an `agent` step. Either way a sampled turn's step
+ * carries in `metrics` the exact `prompt_token_ids` the engine saw for it (the trace prompt plus
+ * the response before the turn), its `completion_token_ids` and `logprobs`. Polar's own fields
+ * (trace index, orphan, break reason, reward) go in `extra`.
  */
-export const ATIF_SCHEMA_VERSION = "ATIF-v1.4";
+export const ATIF_SCHEMA_VERSION = "ATIF-v1.5";
 
 export interface AtifMetrics {
   prompt_tokens: number;
@@ -22,7 +27,10 @@ export interface AtifStep {
   step_id: number;
   source: "system" | "user" | "agent";
   message: string;
-  observation?: { results: { content: string }[] };
+  reasoning_content?: string;
+  tool_calls?: ToolCall[];
+  observation?: { results: { source_call_id?: string; content: string }[] };
+  is_copied_context?: boolean;
   metrics?: AtifMetrics;
   extra?: Record<string, unknown>;
 }
@@ -30,7 +38,13 @@ export interface AtifStep {
 export interface AtifTrajectory {
   schema_version: typeof ATIF_SCHEMA_VERSION;
   session_id: string;
-  agent: { name: string; version: string; model_name?: string; extra?: Record<string, unknown> };
+  agent: {
+    name: string;
+    version: string;
+    model_name?: string;
+    tool_definitions?: Record<string, unknown>[];
+    extra?: Record<string, unknown>;
+  };
   steps: AtifStep[];
   final_metrics: {
     total_prompt_tokens: number;
@@ -45,8 +59,8 @@ export interface AtifOptions {
   agentName: string;
   agentVersion: string;
   modelName?: string;
-  /** Token ids to text for `message`; messages are empty strings without it (ATIF allows that). */
-  decode?: (ids: number[]) => string;
+  /** The Qwen3 tokenizer, to read traces as chats; without it messages are empty strings (ATIF allows that). */
+  chat?: ChatTokenizer;
 }
 
 /** The engine-faithfulness columns, absent from shards written before them (then their defaults). */
@@ -92,10 +106,27 @@ export function toAtif(rows: readonly ShardRow[], opts: AtifOptions): AtifTrajec
 }
 
 function sessionTrajectory(traces: ShardRow[], opts: AtifOptions): AtifTrajectory {
-  const decode = opts.decode ?? (() => "");
   const steps: AtifStep[] = [];
   let promptTotal = 0;
   let completionTotal = 0;
+  let toolDefinitions: Record<string, unknown>[] | null = null;
+  const chat = opts.chat
+    ? { tk: opts.chat, sp: qwen3ChatTokenIds(opts.chat), cache: new Map<number, string | null>() }
+    : null;
+  const turnMetrics = (row: ShardRow, start: number, end: number): AtifMetrics => {
+    const prompt = [...row.prompt_ids, ...row.response_ids.slice(0, start)];
+    const ids = row.response_ids.slice(start, end);
+    const metrics: AtifMetrics = {
+      prompt_tokens: prompt.length,
+      completion_tokens: ids.length,
+      prompt_token_ids: prompt,
+      completion_token_ids: ids,
+    };
+    if (row.response_logprobs) metrics.logprobs = row.response_logprobs.slice(start, end);
+    promptTotal += prompt.length;
+    completionTotal += ids.length;
+    return metrics;
+  };
   for (const row of traces) {
     const flags: FaithfulnessColumns = row;
     const polar = {
@@ -109,17 +140,44 @@ function sessionTrajectory(traces: ShardRow[], opts: AtifOptions): AtifTrajector
       policy_version: row.policy_version,
       policy_version_end: flags.policy_version_end ?? null,
     };
+    if (chat) {
+      const spans = JSON.parse(row.version_spans ?? "[]") as { start: number; end: number }[];
+      const turns = traceTurns({ version_spans: spans as never, loss_mask: row.loss_mask as (0 | 1)[] });
+      const read = chatTrace(row, turns, chat.sp, chat.tk, chat.cache);
+      toolDefinitions ??= read.toolDefinitions;
+      for (const s of read.steps) {
+        const kind = s.turn
+          ? "sampled"
+          : s.is_copied_context
+            ? "context"
+            : s.position < row.prompt_ids.length
+              ? "prompt"
+              : "inserted";
+        steps.push({
+          step_id: steps.length + 1,
+          source: s.source,
+          message: s.message,
+          ...(s.reasoning_content !== undefined ? { reasoning_content: s.reasoning_content } : {}),
+          ...(s.tool_calls ? { tool_calls: s.tool_calls } : {}),
+          ...(s.observation ? { observation: s.observation } : {}),
+          ...(s.is_copied_context ? { is_copied_context: true } : {}),
+          ...(s.turn ? { metrics: turnMetrics(row, s.turn.start, s.turn.end) } : {}),
+          extra: { polar: { ...polar, kind, ...(s.turn ? { response_start: s.turn.start } : {}) } },
+        });
+      }
+      continue;
+    }
     steps.push({
       step_id: steps.length + 1,
       source: "user",
-      message: decode(row.prompt_ids),
+      message: "",
       extra: { polar: { ...polar, kind: "trace_prompt" } },
     });
     let lastAgent: AtifStep | null = null;
     for (const [start, end, value] of maskRuns(row.loss_mask)) {
       const ids = row.response_ids.slice(start, end);
       if (value === 0) {
-        const content = { content: decode(ids) };
+        const content = { content: "" };
         if (lastAgent) lastAgent.observation = { results: [content] };
         else
           steps.push({
@@ -130,21 +188,11 @@ function sessionTrajectory(traces: ShardRow[], opts: AtifOptions): AtifTrajector
           });
         continue;
       }
-      const prompt = [...row.prompt_ids, ...row.response_ids.slice(0, start)];
-      const metrics: AtifMetrics = {
-        prompt_tokens: prompt.length,
-        completion_tokens: ids.length,
-        prompt_token_ids: prompt,
-        completion_token_ids: ids,
-      };
-      if (row.response_logprobs) metrics.logprobs = row.response_logprobs.slice(start, end);
-      promptTotal += prompt.length;
-      completionTotal += ids.length;
       lastAgent = {
         step_id: steps.length + 1,
         source: "agent",
-        message: decode(ids),
-        metrics,
+        message: "",
+        metrics: turnMetrics(row, start, end),
         extra: { polar: { ...polar, response_start: start } },
       };
       steps.push(lastAgent);
@@ -158,6 +206,7 @@ function sessionTrajectory(traces: ShardRow[], opts: AtifOptions): AtifTrajector
       name: opts.agentName,
       version: opts.agentVersion,
       ...(opts.modelName ? { model_name: opts.modelName } : {}),
+      ...(toolDefinitions ? { tool_definitions: toolDefinitions } : {}),
     },
     steps,
     final_metrics: {

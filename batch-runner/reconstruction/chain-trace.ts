@@ -13,6 +13,8 @@ export const UNBROKEN = {
   break_position: null,
   break_context_ids: null,
   capture_gaps: 0,
+  // Process rewards come from the evaluator, after reconstruction.
+  step_rewards: null,
 } as const satisfies Partial<Trace>;
 
 /** Sampling and filtered tool calls go in metadata only when there is something to say. */

@@ -1,6 +1,6 @@
 import type { CaptureRecord } from "../../shared/schemas/capture.ts";
 import { type BuiltChain, type PromptIndex, repeatedLater } from "./chains.ts";
-import { answerText, requestShape } from "./request-shape.ts";
+import { answerText, continues, requestShape } from "./request-shape.ts";
 
 /**
  * Tags the samples the harness never used (docs/reconstruction.md, "Orphans"):
@@ -8,7 +8,9 @@ import { answerText, requestShape } from "./request-shape.ts";
  * - `auxiliary`: a one-turn chain other than the main one whose system prompt or tools differ from
  *   the main chain's (a title or summary request, a one-shot side call) and whose answer text no
  *   later request carries (an answer that comes back, like a one-shot sub-agent's reply or the
- *   summary that replaces a compacted history, was used).
+ *   summary that replaces a compacted history, was used), and that does not carry the main
+ *   conversation on (a call whose messages extend a main-chain request is that conversation with a
+ *   changed system prompt or tools: a sampled turn the harness went on from, not a side call).
  * The main chain (most turns, then most sampled tokens, then the earliest) is never an orphan, so
  * a session's final answer, which nothing extends either, is not one.
  */
@@ -24,6 +26,9 @@ export function tagOrphans(
   if (main === null) return;
   const mainShape = requestShape(main.turns[main.turns.length - 1].capture);
   if (mainShape === null) return;
+  const mainShapes = main.turns.map((t) => requestShape(t.capture)).filter((s) => s !== null);
+  const carriesMainOn = (shape: NonNullable<ReturnType<typeof requestShape>>) =>
+    mainShapes.some((m) => shape.rest.length > m.rest.length && continues(m, shape));
   const requestText = new Map<CaptureRecord, string>();
   const reappears = (text: string, after: string): boolean => {
     const needle = JSON.stringify(text).slice(1, -1);
@@ -42,6 +47,7 @@ export function tagOrphans(
     const capture = c.turns[0].capture;
     const shape = requestShape(capture);
     if (shape === null || (shape.system === mainShape.system && shape.tools === mainShape.tools)) continue;
+    if (carriesMainOn(shape)) continue;
     const answer = answerText(capture);
     if (answer !== null && reappears(answer, capture.capture_id)) continue;
     c.orphanReason = "auxiliary";

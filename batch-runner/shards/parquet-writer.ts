@@ -43,6 +43,7 @@ const columns: SchemaElement[] = [
   { name: "capture_gaps", repetition_type: required, type: "INT32" },
   { name: "version_spans", repetition_type: required, ...utf8 },
   { name: "parent_tool_call_id", repetition_type: optional, ...utf8 },
+  { name: "step_rewards", repetition_type: optional, ...utf8 },
 ];
 
 const COLUMN_NAMES = [
@@ -69,6 +70,7 @@ const COLUMN_NAMES = [
   "capture_gaps",
   "version_spans",
   "parent_tool_call_id",
+  "step_rewards",
 ] as const satisfies readonly (keyof ShardRow)[];
 
 export const SHARD_SCHEMA: SchemaElement[] = [

@@ -12,6 +12,7 @@ const COLUMN_DEFAULTS = {
   capture_gaps: 0,
   version_spans: "[]",
   parent_tool_call_id: null,
+  step_rewards: null,
 } as const satisfies Partial<ShardRow>;
 
 /** Reads a Parquet shard back into rows (for `polar inspect` and tests); older shards get the newer columns' defaults. */

@@ -31,6 +31,8 @@ export interface ShardRow {
   capture_gaps: number;
   /** JSON text: `[{start, end, version_start, version_end}]`, offsets into response_ids. */
   version_spans: string;
+  /** JSON text: `[{start, end, reward}]`, the evaluator's per-turn process rewards; null when it gave none. */
+  step_rewards: string | null;
 }
 
 /**
@@ -77,6 +79,7 @@ export function shardRows(results: readonly SessionResult[]): ShardRow[] {
         crossed_weight_update: t.crossed_weight_update,
         capture_gaps: t.capture_gaps,
         version_spans: canonicalJson(t.version_spans),
+        step_rewards: t.step_rewards === null ? null : canonicalJson(t.step_rewards),
       });
     });
   }

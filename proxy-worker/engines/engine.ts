@@ -119,6 +119,7 @@ const ENGINE_CHOICE_FIELDS = [
   "prompt_token_ids",
   "meta_info",
   "hidden_states",
+  "weight_versions",
 ];
 /** Engine extension blocks: never shown to a client; the capture keeps them without the id arrays. */
 const CLIENT_HIDDEN_ROOT_FIELDS = ["sglext", "metadata"];

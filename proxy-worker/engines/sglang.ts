@@ -21,8 +21,9 @@ import {
  *   (`[logprob, token_id, text]` rows, needs `logprobs`), `weight_version`, `weight_versions`;
  * - `return_input_ids_in_sglext` / `return_output_ids_in_sglext`: response-level
  *   `sglext.input_ids` and `sglext.output_ids` (one list per choice) (PR #34488);
- * - the weight version at `metadata.weight_version` (every release) or `sglext.weight_version`,
- *   with per-token `weight_versions` spans `{version, start, end}` where the release has them.
+ * - the weight version at `meta_info.weight_version` or `metadata.weight_version` (every
+ *   release), with per-token `weight_versions` spans `{version, start, end}` where the release has
+ *   them (`meta_info`, `metadata`). `sglext` never carries one (SGLang 0.5.23 `SglExt`).
  *
  * Unknown request fields are ignored by SGLang's pydantic models, so older releases accept the
  * newer flags. Logprobs are after temperature scaling unless `SGLANG_RETURN_ORIGINAL_LOGPROB` is set.
@@ -56,9 +57,8 @@ export const sglangEngine: EngineAdapter = {
     const responseTokenIds =
       firstIds(choice.response_token_ids, choice.token_ids, extOutput) ?? fromMeta?.ids ?? null;
     const logprobs = logprobsFromContent(choice.logprobs) ?? fromMeta?.logprobs ?? null;
-    const spans = versionSpans(ext.weight_versions) ?? versionSpans(meta.weight_versions);
+    const spans = versionSpans(meta.weight_versions) ?? versionSpans(metadata.weight_versions);
     const version =
-      versionString(ext.weight_version) ??
       versionString(meta.weight_version) ??
       versionString(metadata.weight_version) ??
       (spans ? spans[spans.length - 1] : null);

@@ -30,14 +30,27 @@ export const vllmEngine: EngineAdapter = {
     const choice = Array.isArray(raw.choices) && isObject(raw.choices[0]) ? raw.choices[0] : {};
     const promptTokenIds = isTokenIdArray(raw.prompt_token_ids) ? raw.prompt_token_ids : null;
     const responseTokenIds = isTokenIdArray(choice.token_ids) ? choice.token_ids : null;
+    // Per-token version spans come only from the native generate endpoint (tito/generate-channel.ts).
+    const spans = versionSpans(choice.weight_versions);
     return {
       forClient: stripEngineFields(raw, clientAskedLogprobs) as ChatResponse,
       forCapture: stripEngineFields(raw, false, false),
       promptTokenIds,
       responseTokenIds,
       responseLogprobs: alignedOrNull(responseTokenIds, logprobsFromContent(choice.logprobs)),
-      policyVersion: null,
-      policyVersionFirst: null,
+      policyVersion: spans ? spans[spans.length - 1] : null,
+      policyVersionFirst: spans ? spans[0] : null,
     };
   },
 };
+
+/** The versions of `[{version, start, end}]` spans in token order, or null when absent or malformed. */
+function versionSpans(x: unknown): string[] | null {
+  if (!Array.isArray(x) || x.length === 0) return null;
+  const out: string[] = [];
+  for (const s of x) {
+    if (!isObject(s) || typeof s.version !== "string") return null;
+    out.push(s.version);
+  }
+  return out;
+}

@@ -1,13 +1,12 @@
 /**
  * vLLM `/v1/completions` with a token-id prompt, for vLLM releases whose chat endpoint has no
- * token channel (docs/tito.md): the proxy parses reasoning and tool calls itself (the parser named
- * for the model) and hands on a chat completion in vLLM's shape, so everything after reads it
- * as from chat.
+ * token channel (docs/tito.md); the answer is parsed by the proxy (parsed-answer.ts).
  */
 import type { ChatRequest } from "../chat/types.ts";
 import { isObject, isTokenIdArray } from "../engines/engine.ts";
 import type { UpstreamResult } from "../upstream.ts";
-import { OUTPUT_PARSERS, type OutputParser, parseOutput } from "./output-parsers.ts";
+import { OUTPUT_PARSERS, type OutputParser } from "./output-parsers.ts";
+import { parsedChatCompletion } from "./parsed-answer.ts";
 
 /** Sampling fields a chat request and a completions request share. */
 const SHARED_FIELDS = [
@@ -45,44 +44,35 @@ export function completionsRequest(chat: ChatRequest, ids: number[]): Record<str
 }
 
 /** The completions answer as the chat completion vLLM's parsers would have made of it. */
-export function chatFromCompletion(res: UpstreamResult, parser: OutputParser): UpstreamResult {
+export function chatFromCompletion(
+  res: UpstreamResult,
+  parser: OutputParser,
+  thinking: boolean,
+): UpstreamResult {
   if (!res.ok) return res;
   const choice = Array.isArray(res.body.choices) ? res.body.choices[0] : undefined;
   if (!isObject(choice) || typeof choice.text !== "string") {
     return { ok: false, status: 502, message: "upstream /v1/completions answer has no choices[0].text" };
   }
-  let n = 0;
-  const idBase = typeof res.body.id === "string" ? res.body.id : "cmpl";
-  const parsed = parseOutput(parser, choice.text, () => `chatcmpl-tool-${idBase}-${n++}`);
-  const finish =
-    parsed.toolCalls.length > 0 && choice.finish_reason === "stop" ? "tool_calls" : choice.finish_reason;
-  return {
-    ok: true,
-    status: res.status,
-    body: {
-      id: idBase,
-      object: "chat.completion",
+  return parsedChatCompletion(
+    {
+      status: res.status,
+      id: typeof res.body.id === "string" ? res.body.id : "cmpl",
       created: res.body.created,
       model: res.body.model,
-      choices: [
-        {
-          index: 0,
-          message: {
-            role: "assistant",
-            content: parsed.content,
-            reasoning: parsed.reasoning,
-            tool_calls: parsed.toolCalls,
-          },
-          logprobs: chatLogprobs(choice.logprobs),
-          finish_reason: finish,
-          stop_reason: choice.stop_reason ?? null,
-          ...(isTokenIdArray(choice.token_ids) ? { token_ids: choice.token_ids } : {}),
-        },
-      ],
+      text: choice.text,
+      finishReason: choice.finish_reason,
+      stopReason: choice.stop_reason,
+      logprobs: chatLogprobs(choice.logprobs),
       usage: res.body.usage,
-      ...(isTokenIdArray(choice.prompt_token_ids) ? { prompt_token_ids: choice.prompt_token_ids } : {}),
+      choiceExtras: isTokenIdArray(choice.token_ids) ? { token_ids: choice.token_ids } : {},
+      rootExtras: isTokenIdArray(choice.prompt_token_ids)
+        ? { prompt_token_ids: choice.prompt_token_ids }
+        : {},
     },
-  };
+    parser,
+    thinking,
+  );
 }
 
 /** Completions logprobs (`tokens`, `token_logprobs`) in chat's `content[]` shape. */

@@ -1,7 +1,10 @@
 /**
  * What vLLM's reasoning and tool parsers do to a chat answer, for the `/v1/completions` channel,
- * where the engine returns raw text (docs/tito.md). `qwen3`: a leading `<think>...</think>` is
- * reasoning (left open by a cut, all of it), then Hermes tool calls. `hermes`: tool calls only.
+ * where the engine returns raw text (docs/tito.md). `qwen3`, as vLLM 0.32's Qwen3 parser
+ * (vllm/parser/qwen3.py): with thinking on (the template's default) everything up to `</think>` is
+ * reasoning, the opening `<think>` optional (the generation prompt may hold it), a `<tool_call>`
+ * ends reasoning too, and an answer cut before either is all reasoning; with
+ * `enable_thinking: false` there is no reasoning. Then Hermes tool calls. `hermes`: tool calls only.
  */
 import type { ChatToolCall } from "../chat/types.ts";
 
@@ -18,17 +21,26 @@ const THINK_OPEN = "<think>";
 const THINK_CLOSE = "</think>";
 const CALL = /<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/g;
 
-export function parseOutput(parser: OutputParser, text: string, newId: () => string): ParsedOutput {
+export function parseOutput(
+  parser: OutputParser,
+  text: string,
+  newId: () => string,
+  thinking = true,
+): ParsedOutput {
   let rest = text;
   let reasoning: string | null = null;
-  if (parser === "qwen3") {
+  if (parser === "qwen3" && thinking) {
     const open = rest.startsWith(THINK_OPEN) ? THINK_OPEN.length : 0;
     const close = rest.indexOf(THINK_CLOSE);
-    if (close >= 0) {
-      reasoning = rest.slice(open, close).replace(/^\n+|\n+$/g, "");
+    const call = rest.indexOf("<tool_call>");
+    if (close >= 0 && (call < 0 || close < call)) {
+      reasoning = trimmedOrNull(rest.slice(open, close));
       rest = rest.slice(close + THINK_CLOSE.length);
-    } else if (open > 0) {
-      return { reasoning: rest.slice(open).replace(/^\n+|\n+$/g, ""), content: null, toolCalls: [] };
+    } else if (call >= 0) {
+      reasoning = trimmedOrNull(rest.slice(open, call));
+      rest = rest.slice(call);
+    } else {
+      return { reasoning: trimmedOrNull(rest.slice(open)), content: null, toolCalls: [] };
     }
   }
   const toolCalls: ChatToolCall[] = [];

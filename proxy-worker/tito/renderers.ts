@@ -1,7 +1,8 @@
 /**
  * How each engine renders a conversation to prompt ids for the delta render (docs/tito.md):
- * vLLM's `POST /tokenize` takes messages; SGLang's takes text only, so SGLang renders through a
- * one-token chat call whose answer reports its prompt ids (every id layout the adapter reads).
+ * `POST /tokenize` with messages, tools and template kwargs (vLLM; SGLang 0.5.23's
+ * `serving_tokenize.py` renders them too). An SGLang release whose `/tokenize` takes text only
+ * renders through a one-token chat call whose answer reports its prompt ids instead.
  */
 import type { ChatMessage, ChatTool } from "../chat/types.ts";
 import type { Gateway } from "../deps.ts";
@@ -19,7 +20,11 @@ export interface RenderInput {
 export type PromptRenderer = (input: RenderInput) => Promise<number[] | string>;
 
 export function rendererFor(g: Gateway): PromptRenderer {
-  return g.engine.name === "sglang" ? (input) => viaChat(g, input) : (input) => viaTokenize(g, input);
+  if (g.engine.name !== "sglang") return (input) => viaTokenize(g, input);
+  return async (input) => {
+    const ids = await viaTokenize(g, input);
+    return typeof ids === "string" ? viaChat(g, input) : ids;
+  };
 }
 
 async function viaTokenize(g: Gateway, input: RenderInput): Promise<number[] | string> {

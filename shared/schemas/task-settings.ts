@@ -82,24 +82,29 @@ export type EvaluatorFiles = z.infer<typeof EvaluatorFiles>;
 /** `session_completed` takes no configuration. */
 export const SessionCompletedConfig = z.strictObject({});
 
+/**
+ * What of the agent's work dir the judge gets (paths relative to it): regular files and dirs only,
+ * copied into a fresh runtime; symlinks are left behind. Narrow it to the files the task asks for.
+ */
+const AgentOutputs = z
+  .array(
+    z
+      .string()
+      .min(1)
+      .refine((p) => !p.startsWith("/") && !p.split(/[\\/]/).includes(".."), {
+        message: "an output path is relative to the work dir and must not contain '..'",
+      }),
+  )
+  .default(["."]);
+
+/** Process rewards an evaluator can add (docs/evaluation-and-sft.md, "Process rewards"). */
+export const STEP_REWARD_SOURCES = ["none", "tool_results"] as const;
+
 /** `test_on_output`: a command run after the harness, scored by exit code or stdout. */
 export const TestOnOutputConfig = z.strictObject({
   command: z.string().min(1),
   files: EvaluatorFiles,
-  /**
-   * What of the agent's work dir the judge gets (paths relative to it): regular files and dirs only,
-   * copied into a fresh runtime; symlinks are left behind. Narrow it to the files the task asks for.
-   */
-  outputs: z
-    .array(
-      z
-        .string()
-        .min(1)
-        .refine((p) => !p.startsWith("/") && !p.split(/[\\/]/).includes(".."), {
-          message: "an output path is relative to the work dir and must not contain '..'",
-        }),
-    )
-    .default(["."]),
+  outputs: AgentOutputs,
   /**
    * Run `command` in the agent's own runtime (its work dir, HOME and tools) instead of a fresh one.
    * Only for checks that must see the agent's environment: the agent can then change how the check
@@ -114,8 +119,35 @@ export const TestOnOutputConfig = z.strictObject({
   expected_json: z.unknown().optional(),
   /** With expected_lines: reward = fraction of lines found instead of all-or-nothing. */
   partial_credit: z.boolean().default(false),
+  /** `tool_results`: each turn that called tools gets step reward 1 when every result came back without an error, else 0. */
+  step_rewards: z.enum(STEP_REWARD_SOURCES).default("none"),
 });
 export type TestOnOutputConfig = z.infer<typeof TestOnOutputConfig>;
+
+/** An absolute POSIX path of the task's image (`/app`), never `/` itself. */
+const ImagePath = z
+  .string()
+  .regex(/^\/[^\0]*[^/]$/, { message: "an absolute path other than / (no trailing slash)" });
+
+/**
+ * `harbor`: a Harbor task's `tests/` run after the harness (Terminal-Bench 2.0 layout; `polar
+ * import-harbor` writes this config). Reward from the `reward.json` or `reward.txt` that
+ * `tests/test.sh` writes under `/logs/verifier`.
+ */
+export const HarborConfig = z.strictObject({
+  /** The task's `tests/` dir, path (relative to it) -> file; `test.sh` is required. */
+  tests: EvaluatorFiles.refine((files) => Object.hasOwn(files, "test.sh"), {
+    message: 'must hold "test.sh"',
+  }),
+  /** The task image's WORKDIR: in the tests it becomes the judge's work dir. */
+  workdir: ImagePath.default("/app"),
+  outputs: AgentOutputs,
+  env: TaskEnv.default({}),
+  timeout_seconds: z.number().positive().optional(),
+  /** reward.json key that is the reward (Harbor's own metrics read `reward`); a lone key is used whatever its name. */
+  reward_key: z.string().min(1).default("reward"),
+});
+export type HarborConfig = z.infer<typeof HarborConfig>;
 
 /**
  * Files test runners collect or load on their own (node --test, pytest, jest, vitest, mocha, go test,
@@ -184,6 +216,7 @@ export const EVALUATOR_CONFIGS = {
   session_completed: SessionCompletedConfig,
   test_on_output: TestOnOutputConfig,
   swe_patch: SwePatchConfig,
+  harbor: HarborConfig,
 } as const satisfies Record<string, z.ZodType>;
 export type BuiltInEvaluator = keyof typeof EVALUATOR_CONFIGS;
 

@@ -26,6 +26,17 @@ export const VersionSpan = z.object({
 });
 export type VersionSpan = z.infer<typeof VersionSpan>;
 
+/**
+ * A process reward for one sampled turn: the turn's place in `response_ids` (end exclusive, the same
+ * span as its `version_spans` entry) and the reward the evaluator gave it.
+ */
+export const StepReward = z.strictObject({
+  start: z.number().int().nonnegative(),
+  end: z.number().int().nonnegative(),
+  reward: z.number(),
+});
+export type StepReward = z.infer<typeof StepReward>;
+
 /** One trainable sample. */
 export const Trace = z.object({
   prompt_ids: TokenIds,
@@ -57,6 +68,8 @@ export const Trace = z.object({
   crossed_weight_update: z.boolean().default(false),
   /** Captures without token ids that fall inside this trace (see `builder.config.on_missing_ids`). */
   capture_gaps: z.number().int().nonnegative().default(0),
+  /** Per-turn process rewards beside `reward` (docs/evaluation-and-sft.md); null when the evaluator gave none. */
+  step_rewards: z.array(StepReward).nullable().default(null),
 });
 export type Trace = z.infer<typeof Trace>;
 

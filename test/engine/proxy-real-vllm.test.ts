@@ -9,6 +9,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import { GoogleGenAI } from "@google/genai";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseParserSpec } from "../../proxy-worker/tito/completions-channel.ts";
 import type { CaptureRecord } from "../../shared/schemas/capture.ts";
 import { mintSessionToken } from "../../shared/session-token.ts";
 import { upstreamRequestOf } from "../../shared/upstream-request.ts";
@@ -39,10 +40,12 @@ export async function expectEqualsReplay(cap: CaptureRecord): Promise<void> {
   expect(cap.stream_status).toBe("complete");
   const sent = upstreamRequestOf(cap);
   const want = (await engineAnswer(engine.url, sent.path, sent.body)) as {
-    prompt_token_ids: number[];
+    prompt_token_ids: number[] | null;
     choices: { token_ids: number[]; logprobs: { content: { logprob: number }[] }; finish_reason: string }[];
   };
-  expect(cap.prompt_token_ids).toEqual(want.prompt_token_ids);
+  // The generate endpoint does not echo its prompt: the ids sent are the prompt.
+  const prompt = sent.path === "/inference/v1/generate" ? sent.body.token_ids : want.prompt_token_ids;
+  expect(cap.prompt_token_ids).toEqual(prompt);
   expect(cap.response_token_ids).toEqual(want.choices[0].token_ids);
   expect(cap.response_token_ids!.length).toBeGreaterThan(0);
   expect(cap.response_logprobs).toEqual(want.choices[0].logprobs.content.map((c) => Math.fround(c.logprob)));
@@ -172,5 +175,119 @@ describe.skipIf(!engine.ok)(`proxy against a real vLLM (${engine.ok ? "running" 
       const parent = [...c1.prompt_token_ids!, ...c1.response_token_ids!];
       expect(c2.prompt_token_ids!.slice(0, parent.length)).toEqual(parent);
     });
+  });
+});
+
+describe.skipIf(!engine.ok)("token-in-token-out on vLLM's native generate endpoint", () => {
+  let proxy: TestProxy;
+  beforeAll(async () => {
+    const titoCompletions = parseParserSpec("qwen3");
+    if (typeof titoCompletions === "string") throw new Error(titoCompletions);
+    proxy = await startProxy({ upstream: engine.url, auth: { signingKey: KEY }, titoCompletions });
+  });
+  afterAll(() => proxy?.close());
+
+  it("is chosen by probing the engine, equals the engine's answer, and names each token's version", async () => {
+    const s = await session(true);
+    const client = new OpenAI({ apiKey: s.token, baseURL: `${proxy.url}/v1`, maxRetries: 0 });
+    const first = [{ role: "user" as const, content: "Say something." }];
+    const req = { model: ENGINE_MODEL, max_tokens: MAX, temperature: 0 };
+    const turn1 = await client.chat.completions.create({ ...req, messages: first });
+    const turn2 = await client.chat.completions.create({
+      ...req,
+      messages: [...first, turn1.choices[0].message, { role: "user" as const, content: "And again." }],
+    });
+    expect(turn2.choices[0].finish_reason).toBe("length");
+    expect((turn2.choices[0].message as { reasoning?: string }).reasoning?.length).toBeGreaterThan(0);
+    const [c1, c2] = await expectEngineFaithful(proxy.store, s.id, 2);
+    expect(c1.upstream_request).toBeNull();
+    expect(c2).toMatchObject({ tito: "spliced", upstream_request: { token_channel: "generate" } });
+    const version = ((await (await fetch(`${engine.url}/weight_info`)).json()) as { weight_version: string })
+      .weight_version;
+    expect(c2).toMatchObject({
+      policy_version: version,
+      policy_version_end: version,
+      policy_version_source: "engine",
+    });
+    expect(
+      c2.prompt_token_ids!.slice(0, c1.prompt_token_ids!.length + c1.response_token_ids!.length),
+    ).toEqual([...c1.prompt_token_ids!, ...c1.response_token_ids!]);
+  });
+});
+
+/**
+ * What vLLM 0.32 does on the chat token channel that the proxy relies on, checked on the wire so a
+ * vLLM upgrade that changes it fails here (docs/tito.md "Engine support").
+ */
+describe.skipIf(!engine.ok)("vLLM's chat token channel (kv_transfer_params.prompt_token_ids)", () => {
+  const THINK = 151667;
+  const END_THINK = 151668;
+  // <|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\nabc\n</think>\n\nfoo<|im_end|>\n
+  // <|im_start|>user\nagain<|im_end|>\n<|im_start|>assistant\n: an earlier turn's reasoning kept.
+  const SPLICED = [
+    151644,
+    872,
+    198,
+    6023,
+    151645,
+    198,
+    151644,
+    77091,
+    198,
+    THINK,
+    198,
+    13683,
+    198,
+    END_THINK,
+    271,
+    7975,
+    151645,
+    198,
+    151644,
+    872,
+    198,
+    32771,
+    151645,
+    198,
+    151644,
+    77091,
+    198,
+  ];
+  const body = (ids: number[], extra: Record<string, unknown> = {}) => ({
+    model: ENGINE_MODEL,
+    messages: [{ role: "user", content: "again" }],
+    max_tokens: 6,
+    temperature: 0,
+    kv_transfer_params: { prompt_token_ids: ids },
+    ...extra,
+  });
+
+  it("refuses a token prompt longer than the context itself (the proxy passes the 400 on)", async () => {
+    const res = await fetch(`${engine.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body(new Array(32_769).fill(1000))),
+    });
+    expect(res.status).toBe(400);
+    expect(await res.text()).toContain("exceeds model's maximum context length (32768)");
+  });
+
+  it("keeps new reasoning in `reasoning`, streamed and not, after an earlier </think> in the prompt", async () => {
+    const json = await engineAnswer(engine.url, "/v1/chat/completions", body(SPLICED));
+    const message = (json.choices as { message: { content: string | null; reasoning: string | null } }[])[0]
+      .message;
+    expect(message.content).toBeNull();
+    expect(message.reasoning?.length).toBeGreaterThan(0);
+    const res = await fetch(`${engine.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body(SPLICED, { stream: true })),
+    });
+    const deltas = (await res.text())
+      .split("\n")
+      .filter((l) => l.startsWith("data: {"))
+      .map((l) => JSON.parse(l.slice(6)).choices[0]?.delta ?? {});
+    expect(deltas.map((d) => d.reasoning ?? "").join("")).toBe(message.reasoning);
+    expect(deltas.every((d) => !d.content)).toBe(true);
   });
 });

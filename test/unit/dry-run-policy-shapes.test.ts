@@ -49,7 +49,7 @@ describe("dry-run policy SGLang shapes", async () => {
   const out = reference.choices[0].token_ids as number[];
   const logprobs = reference.choices[0].logprobs.content.map((c: { logprob: number }) => c.logprob);
 
-  it("sglang (newest): response_token_ids, meta_info, sglext ids and versions, metadata", async () => {
+  it("sglang (newest): response_token_ids, meta_info, sglext ids (no version there), metadata", async () => {
     const { body } = await ask("sglang", ALL_FLAGS);
     const choice = body.choices[0];
     expect(choice.prompt_token_ids).toEqual(prompt);
@@ -58,12 +58,7 @@ describe("dry-run policy SGLang shapes", async () => {
     expect(choice.meta_info.output_token_logprobs.map((r: unknown[]) => r[1])).toEqual(out);
     expect(choice.meta_info.output_token_logprobs.map((r: unknown[]) => r[0])).toEqual(logprobs);
     expect(choice.meta_info.weight_version).toBe("w1");
-    expect(body.sglext).toEqual({
-      input_ids: prompt,
-      output_ids: [out],
-      weight_version: "w1",
-      weight_versions: [{ version: "w1", start: 0, end: out.length }],
-    });
+    expect(body.sglext).toEqual({ input_ids: prompt, output_ids: [out] });
     expect(body.metadata).toEqual({ weight_version: "w1" });
     expect(body).not.toHaveProperty("prompt_token_ids");
     expect(choice.message).toHaveProperty("reasoning_content");

@@ -87,7 +87,7 @@ describe("streamed chunks vs the whole answer", () => {
 
   it("send a tool call as one delta holding the whole arguments text", () => {
     const r = replay({ messages: [{ role: "user", content: scriptMessage(['shell: printf "%s\\n" "ü"']) }] });
-    const call = r.whole.choices[0].message.tool_calls[0];
+    const call = r.whole.choices[0].message.tool_calls![0];
     expect(r.args).toEqual([call.function.arguments]);
     expect(JSON.parse(call.function.arguments)).toEqual({ command: 'printf "%s\\n" "ü"' });
     expect(r.chunks[0].prompt_token_ids).toEqual(r.gen.promptIds);

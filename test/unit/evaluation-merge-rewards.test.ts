@@ -81,6 +81,61 @@ describe("mergeRewards", () => {
     expect(m.trajectory.reconstruction_stats.trainable_tokens).toBe(0);
   });
 
+  it("puts step_rewards on each trace's sampled turns as token spans, skipping null turns", () => {
+    // The trace [1, 1, 0, 1] has two sampled turns: tokens 0-1 and token 3.
+    const m = mergeRewards(trajectory("COMPLETED", 2), {
+      outcome_reward: 1,
+      step_rewards: [
+        [0, 1],
+        [null, null],
+      ],
+      metadata: {},
+    });
+    expect(m.error).toBeNull();
+    expect(m.trajectory.traces.map((t) => t.step_rewards)).toEqual([
+      [
+        { start: 0, end: 2, reward: 0 },
+        { start: 3, end: 4, reward: 1 },
+      ],
+      null,
+    ]);
+  });
+
+  it("uses the trace's version_spans as its turns when reconstruction recorded them", () => {
+    const t = {
+      ...trace([1, 1, 1, 0]),
+      version_spans: [
+        { start: 0, end: 1, version_start: null, version_end: null },
+        { start: 1, end: 3, version_start: null, version_end: null },
+      ],
+    };
+    const m = mergeRewards(
+      { ...trajectory("COMPLETED", 1), traces: [t] },
+      { outcome_reward: 1, step_rewards: [[0.5, -1]], metadata: {} },
+    );
+    expect(m.trajectory.traces[0].step_rewards).toEqual([
+      { start: 0, end: 1, reward: 0.5 },
+      { start: 1, end: 3, reward: -1 },
+    ]);
+  });
+
+  it("makes the session ERROR when step_rewards do not match the traces' turns", () => {
+    const m = mergeRewards(trajectory("COMPLETED", 1), {
+      outcome_reward: 1,
+      step_rewards: [[1]],
+      metadata: {},
+    });
+    expect(m.trajectory.status).toBe("ERROR");
+    expect(m.error).toBe("step_rewards[0] has 1 entries for the trace's 2 sampled turns");
+    expect(m.trajectory.traces[0].step_rewards).toBeNull();
+    const nan = mergeRewards(trajectory("COMPLETED", 1), {
+      outcome_reward: 1,
+      step_rewards: [[1, Number.NaN]],
+      metadata: {},
+    });
+    expect(nan.error).toBe("step_rewards[0][1] is neither null nor a finite number");
+  });
+
   it("gives a crashed session reward 0 and fully masked traces", () => {
     const m = mergeRewards(trajectory("ERROR"), null);
     expect(m.reward).toBe(0);

@@ -13,7 +13,7 @@ import { sessionResult } from "../support/reconstruction-results.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
-// ATIF v1.4 as harbor-framework/harbor docs/rfcs/0001-trajectory-format.md defines it (root,
+// ATIF v1.5 as harbor-framework/harbor docs/rfcs/0001-trajectory-format.md defines it (root,
 // AgentSchema, StepObject, ObservationSchema, MetricsSchema, FinalMetricsSchema), strict: a field the
 // RFC does not define fails the parse.
 const Metrics = z.strictObject({
@@ -34,7 +34,15 @@ const Step = z.strictObject({
   reasoning_effort: z.union([z.string(), z.number()]).optional(),
   message: z.string(),
   reasoning_content: z.string().optional(),
-  tool_calls: z.array(z.unknown()).optional(),
+  tool_calls: z
+    .array(
+      z.strictObject({
+        tool_call_id: z.string(),
+        function_name: z.string(),
+        arguments: z.record(z.string(), z.unknown()),
+      }),
+    )
+    .optional(),
   observation: z
     .strictObject({
       results: z.array(
@@ -47,15 +55,17 @@ const Step = z.strictObject({
     })
     .optional(),
   metrics: Metrics.optional(),
+  is_copied_context: z.boolean().optional(),
   extra: z.record(z.string(), z.unknown()).optional(),
 });
 const Atif = z.strictObject({
-  schema_version: z.literal("ATIF-v1.4"),
+  schema_version: z.literal("ATIF-v1.5"),
   session_id: z.string(),
   agent: z.strictObject({
     name: z.string(),
     version: z.string(),
     model_name: z.string().optional(),
+    tool_definitions: z.array(z.record(z.string(), z.unknown())).optional(),
     extra: z.record(z.string(), z.unknown()).optional(),
   }),
   steps: z.array(Step).min(1),
@@ -211,7 +221,11 @@ describe("polar export --format atif", () => {
     expect(decoded.status, decoded.stderr).toBe(0);
     const b = Atif.parse(JSON.parse(await readFile(join(out, "s-b.json"), "utf8")));
     expect(b.agent).toEqual({ name: "polar", version: expect.any(String), model_name: "qwen3" });
-    expect(b.steps.find((s) => s.source === "agent")?.message).toContain("<|im_end|>");
+    // No chat-template tokens in any message (these ids are not a chat: the turns stand alone).
+    for (const t of [b]) for (const s of t.steps) expect(s.message).not.toMatch(/<\|im_(start|end)\|>/);
+    expect(
+      b.steps.filter((s) => s.source === "agent").flatMap((s) => s.metrics?.completion_token_ids),
+    ).toEqual([30, IM_END]);
   });
 
   it("refuses an unknown format and a file it cannot read", () => {

@@ -206,6 +206,38 @@ describe("orphans", () => {
   });
 });
 
+describe("a system prompt that changes mid-session", () => {
+  it("leaves the turn sampled after the change trainable: it carries the main conversation on, it is no side call", () => {
+    const task = { role: "user", content: "fix the bug" };
+    const m1 = capture([1, 2], [3, IM_END], { ...chat([{ role: "system", content: "Plan mode." }, task]) });
+    const m2 = capture([1, 2, 3, IM_END, 4], [5, IM_END], {
+      ...chat([
+        { role: "system", content: "Plan mode." },
+        task,
+        { role: "assistant", content: "plan" },
+        { role: "user", content: "go" },
+      ]),
+    });
+    // The harness switched its system prompt (a mode change): the prompt no longer extends m2's ids.
+    const m3 = capture([9, 1, 2, 3, IM_END, 4, 5, IM_END, 6], [7, IM_END], {
+      ...chat([
+        { role: "system", content: "Act mode." },
+        task,
+        { role: "assistant", content: "plan" },
+        { role: "user", content: "go" },
+        { role: "assistant", content: "step" },
+        { role: "user", content: "next" },
+      ]),
+      ...answer("All done."),
+    });
+    const { traces, reconstruction_stats: stats } = built([m1, m2, m3]);
+    const last = traces.find((t) => t.capture_ids.includes(m3.capture_id));
+    expect(last).toMatchObject({ orphan: false, orphan_reason: null });
+    expect(last?.loss_mask.filter((m) => m === 1)).toHaveLength(2);
+    expect(stats.orphans).toBe(0);
+  });
+});
+
 describe("policy versions per turn", () => {
   it("give each sampled turn a span with its start and end versions, and flag a trace that crossed a weight update", () => {
     const a = capture([1, 2], [3, 4, IM_END], { policy_version: "7", policy_version_end: "8" });

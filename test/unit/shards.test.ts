@@ -258,3 +258,43 @@ describe("faithfulness columns", () => {
     expect(readShardJsonl(`${line}\n`)[0]).toMatchObject(defaults);
   });
 });
+
+describe("step_rewards column", () => {
+  it("carries the evaluator's per-turn rewards as spans (both readers, JSONL) and null without them", async () => {
+    const result = results()[1];
+    const [first, ...rest] = result.trajectory.traces;
+    const spans = [
+      { start: 0, end: 2, reward: 1 },
+      { start: 3, end: 4, reward: 0 },
+    ];
+    const rows = shardRows([
+      {
+        ...result,
+        trajectory: { ...result.trajectory, traces: [{ ...first, step_rewards: spans }, ...rest] },
+      },
+    ]);
+    expect(JSON.parse(rows[0].step_rewards ?? "null")).toEqual(spans);
+    expect(rows[1].step_rewards).toBeNull();
+    const bytes = encodeShardParquet(rows);
+    expect(SHARD_SCHEMA.at(-1)?.name).toBe("step_rewards");
+    expect(await readShardParquet(bytes)).toEqual(expected(rows));
+    const { types, rows: arrow } = readWithArrow(bytes);
+    expect(types.step_rewards).toBe("Utf8");
+    expect(arrow.map((r) => r.step_rewards)).toEqual(rows.map((r) => r.step_rewards));
+    expect(readShardJsonl(encodeShardJsonl(rows))).toEqual(rows);
+  });
+
+  it("reads null from a shard written before the column", async () => {
+    const rows = shardRows(results());
+    const names = SHARD_SCHEMA.slice(1, -1)
+      .map((e) => e.name)
+      .filter((n) => n !== "list" && n !== "element") as (keyof ShardRow)[];
+    const old = parquetWriteBuffer({
+      columnData: names.map((name) => ({ name, data: rows.map((r) => r[name]) })),
+      schema: [{ name: "root", num_children: names.length }, ...SHARD_SCHEMA.slice(1, -1)],
+    });
+    const read = await readShardParquet(new Uint8Array(old));
+    expect(read.map((r) => r.step_rewards)).toEqual(rows.map(() => null));
+    expect(read.map((r) => r.session_id)).toEqual(rows.map((r) => r.session_id));
+  });
+});

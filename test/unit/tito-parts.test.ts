@@ -71,6 +71,31 @@ describe("proxy-side output parsers", () => {
       toolCalls: [],
     });
   });
+  it("qwen3, as vLLM 0.32 parses it: no opening tag needed, a tool call ends reasoning, thinking off has none", () => {
+    // Checked on the wire against vLLM 0.32 (test/engine/proxy-real-vllm.test.ts): a cut answer
+    // without any tag is all reasoning when thinking is on.
+    expect(parseOutput("qwen3", "just words", id)).toEqual({
+      reasoning: "just words",
+      content: null,
+      toolCalls: [],
+    });
+    expect(parseOutput("qwen3", "plan\n</think>\n\nDone.", id)).toMatchObject({
+      reasoning: "plan",
+      content: "Done.",
+    });
+    const call = parseOutput(
+      "qwen3",
+      'plan\n<tool_call>\n{"name": "bash", "arguments": {}}\n</tool_call>',
+      id,
+    );
+    expect(call).toMatchObject({ reasoning: "plan", content: null });
+    expect(call.toolCalls.map((c) => c.function.name)).toEqual(["bash"]);
+    expect(parseOutput("qwen3", "just words", id, false)).toEqual({
+      reasoning: null,
+      content: "just words",
+      toolCalls: [],
+    });
+  });
   it("hermes: a call that does not parse stays text; think tags are not special", () => {
     const out = parseOutput("hermes", "<think>x</think>ok <tool_call>{oops</tool_call>", id);
     expect(out.reasoning).toBeNull();

@@ -9,19 +9,21 @@ const usage = `Usage: polar export --format atif FILE [--out DIR] [--agent NAME]
 
 Converts a trajectory or shard into another format. One format so far:
 
-  atif   Harbor's Agent Trajectory Interchange Format v1.4, one trajectory per session: each
-         sampled turn an agent step with its prompt_token_ids, completion_token_ids and
-         logprobs; inserted tokens its observation; Polar's flags (orphan, break reason,
-         reward) under "extra" (mapping: docs/trainers.md).
+  atif   Harbor's Agent Trajectory Interchange Format v1.5, one trajectory per session, each
+         trace read as its chat: system, user and agent steps in plain text, tool calls as
+         tool_calls with their results as the observation, each sampled turn's
+         prompt_token_ids, completion_token_ids and logprobs in its metrics; Polar's flags
+         (orphan, break reason, reward) under "extra" (mapping: docs/trainers.md).
 
   FILE          a SessionResult (results/{task}/{session}.json), a Parquet shard or its JSONL twin
   --out DIR     write DIR/{session_id}.json per session (default: one JSON object per line on stdout)
   --agent NAME  agent.name (default: polar)
   --model NAME  agent.model_name
-  --no-text     leave messages empty instead of decoding them with the Qwen3 tokenizer`;
+  --no-text     leave messages empty (one agent step per run of sampled tokens) instead of
+                reading the chat with the Qwen3 tokenizer`;
 
 const command: Command = {
-  summary: "convert a trajectory or shard to another format (ATIF v1.4)",
+  summary: "convert a trajectory or shard to another format (ATIF v1.5)",
   usage,
   async run(argv) {
     const { values, positionals } = parseFlags({
@@ -57,18 +59,17 @@ const command: Command = {
       }
       throw err;
     }
-    let decode: ((ids: number[]) => string) | undefined;
+    let chat: import("../../export/atif-chat-steps.ts").ChatTokenizer | undefined;
     if (values.text !== false) {
       const { loadQwen3 } = await import("../../dry-run-policy/qwen3.ts");
-      const qwen = loadQwen3();
-      decode = (ids) => qwen.decode(ids, { skipSpecialTokens: false });
+      chat = loadQwen3();
     }
     const { version } = (await import("../../../package.json", { with: { type: "json" } })).default;
     const trajectories = toAtif(data.rows, {
       agentName: values.agent ?? "polar",
       agentVersion: version,
       modelName: values.model,
-      decode,
+      chat,
     });
     if (values.out) {
       await mkdir(values.out, { recursive: true });

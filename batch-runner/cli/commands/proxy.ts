@@ -65,9 +65,11 @@ and logprobs to the store, and answered in the harness's own API shape.
   --log-requests        one line per call on stderr: method, path, provider, session, status, ms
   --token-in-token-out  splice every session's prompts from its captured token ids, not only
                         tasks with agent.token_in_token_out (docs/tito.md)
-  --tito-completions P  vLLM without chat kv_transfer_params.prompt_token_ids: send token prompts
-                        to /v1/completions and parse the text with P (qwen3 or hermes), for every
-                        model or per model (policy=qwen3,other=hermes)
+  --tito-completions P  parse token-prompt answers on the proxy with P (qwen3 or hermes), for every
+                        model or per model (policy=qwen3,other=hermes): token prompts then go to
+                        vLLM's /inference/v1/generate when it serves it, else /v1/completions
+  --no-engine-versions  do not read vLLM's GET /weight_info around each call (default: read, so
+                        captures carry the engine's own weight versions; docs/engines.md)
   --port, --host        where to listen (default 127.0.0.1:8787)
 
 For a local control API without SQS (in-memory queue, directory store, a runner in-process), use
@@ -151,6 +153,7 @@ const command: Command = {
         "max-body-mb": { type: "string" },
         "token-in-token-out": { type: "boolean" },
         "tito-completions": { type: "string" },
+        "no-engine-versions": { type: "boolean" },
         "upstream-timeout-s": { type: "string" },
         "jobs-queue": { type: "string" },
         "log-requests": { type: "boolean" },
@@ -262,6 +265,7 @@ const command: Command = {
       adminToken,
       tokenInTokenOut: values["token-in-token-out"] === true,
       ...(titoCompletions ? { titoCompletions } : {}),
+      ...(values["no-engine-versions"] ? { engineVersions: false } : {}),
       limits: {
         maxBodyBytes: Math.floor(maxBodyMb * 1024 * 1024),
         bodyTimeoutMs: Math.round(bodyTimeoutS * 1000),

@@ -5,7 +5,7 @@ from .groups import TraceFilter, filter_traces, group_by, grpo_advantages, stale
 from .results import SessionResult, parse_result, read_result, read_results
 from .shards import iter_shards, parse_shard_jsonl, parse_shard_parquet, read_shard, read_shard_file
 from .store import DirectoryStore, S3Store, Store, open_store
-from .trace import ShardFormatError, Trace, VersionSpan
+from .trace import ShardFormatError, StepReward, Trace, VersionSpan
 
 __all__ = [
     "ControlApiError",
@@ -14,6 +14,7 @@ __all__ = [
     "S3Store",
     "SessionResult",
     "ShardFormatError",
+    "StepReward",
     "Store",
     "TaskFailed",
     "Trace",

@@ -27,6 +27,15 @@ class VersionSpan:
     version_end: str | None
 
 
+@dataclass(frozen=True)
+class StepReward:
+    """A process reward for one sampled turn: response tokens ``[start, end)`` and its reward."""
+
+    start: int
+    end: int
+    reward: float
+
+
 @dataclass
 class Trace:
     """A row of ``trajectories/{task}.parquet``: one trace of one session.
@@ -61,6 +70,8 @@ class Trace:
     capture_gaps: int = 0
     version_spans: list[VersionSpan] = field(default_factory=list)
     policy_version_end: str | None = None
+    # Per-turn process rewards beside ``reward`` (None: the evaluator gave none, or an older shard).
+    step_rewards: list[StepReward] | None = None
 
     @property
     def input_ids(self) -> npt.NDArray[np.int64]:
@@ -78,6 +89,14 @@ class Trace:
             return self.policy_version_end
         ends = [s.version_end for s in self.version_spans if s.version_end is not None]
         return ends[-1] if ends else self.policy_version
+
+    def step_reward_tokens(self) -> npt.NDArray[np.float32]:
+        """The step rewards per response token: each at its turn's last token, 0 elsewhere."""
+        scores = np.zeros(len(self.response_ids), dtype=np.float32)
+        for step in self.step_rewards or []:
+            if step.end > step.start:
+                scores[step.end - 1] += step.reward
+        return scores
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Trace:
@@ -122,6 +141,9 @@ class Trace:
         for span in self.version_spans:
             if not 0 <= span.start <= span.end <= n:
                 raise ShardFormatError(f"{where}: version span [{span.start}, {span.end}) outside the response")
+        for step in self.step_rewards or []:
+            if not 0 <= step.start <= step.end <= n:
+                raise ShardFormatError(f"{where}: step reward span [{step.start}, {step.end}) outside the response")
 
 
 def _faithfulness_fields(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -148,7 +170,17 @@ def _faithfulness_fields(row: Mapping[str, Any]) -> dict[str, Any]:
             for s in (spans or [])
         ],
         "policy_version_end": row.get("policy_version_end"),
+        "step_rewards": _step_rewards(row.get("step_rewards")),
     }
+
+
+def _step_rewards(value: Any) -> list[StepReward] | None:
+    """The ``step_rewards`` column (JSON text of ``[{start, end, reward}]``); None when absent."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = json.loads(value)
+    return [StepReward(start=int(s["start"]), end=int(s["end"]), reward=float(s["reward"])) for s in value]
 
 
 def _opt_float(value: Any) -> float | None:

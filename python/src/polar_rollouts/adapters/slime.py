@@ -71,6 +71,13 @@ def to_slime_sample(
                 "break_reason": trace.break_reason,
                 "crossed_weight_update": trace.crossed_weight_update,
                 "capture_gaps": trace.capture_gaps,
+                # slime's Sample has one reward per sample (no per-token field), so process
+                # rewards ride here, response-relative, for a custom advantage or loss function.
+                "step_rewards": (
+                    None
+                    if trace.step_rewards is None
+                    else [{"start": s.start, "end": s.end, "reward": s.reward} for s in trace.step_rewards]
+                ),
             }
         },
     }

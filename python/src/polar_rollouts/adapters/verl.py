@@ -45,13 +45,18 @@ def to_verl_tensors(
     rollout_logprobs: bool = True,
     raw_logprobs: RawLogprobs = "refuse",
     logprobs_as_old_log_probs: bool = False,
+    step_rewards: bool = False,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, Any]]:
     """(tensors, non_tensors, meta_info) for ``DataProto.from_dict``.
 
     Tensors: ``prompts``, ``responses``, ``input_ids``, ``attention_mask``, ``position_ids``,
     ``response_mask`` (Polar's ``loss_mask``; 0 on padding), ``rm_scores`` (the reward on the last
     response token, where verl's agent loop puts it), ``rollout_log_probs`` (the engine's, for
-    verl's rollout correction; ``rollout_logprobs=False`` leaves them out). With
+    verl's rollout correction; ``rollout_logprobs=False`` leaves them out). With ``step_rewards``,
+    each turn's process reward (``Trace.step_rewards``) is added to ``rm_scores`` at that turn's
+    last token: verl's per-token estimators (``gae``, ``reinforce_plus_plus``) then credit each
+    turn by its own reward, while the outcome estimators (``grpo``, ``rloo``, ...) sum a row's
+    scores into one number, so there the step rewards add to the outcome. With
     ``logprobs_as_old_log_probs`` they are also ``old_log_probs`` (verl's bypass mode).
     Non-tensors: ``uid`` (a ``PolarUid``: the group for verl, the session for ``polar_grpo``),
     ``session_id``, ``trace_index``, ``status``, ``orphan``, ``crossed_weight_update``,
@@ -91,6 +96,8 @@ def to_verl_tensors(
         if lps is not None:
             logprobs[i, :rl] = torch.from_numpy(lps[i])
         scores[i, rl - 1] = rewards[i]
+        if step_rewards:
+            scores[i, :rl] += torch.from_numpy(t.step_reward_tokens())
     input_ids = torch.cat([prompts, responses], dim=1)
     # verl's compute_position_id_with_mask: positions count attended tokens, from 0.
     position_ids = torch.clip(torch.cumsum(attention, dim=-1) - 1, min=0)

@@ -1,0 +1,161 @@
+import { readdir, readFile, stat } from "node:fs/promises";
+import { basename, join, relative } from "node:path";
+import { isValidId } from "../../shared/ids.ts";
+import { readDockerfile } from "./dockerfile.ts";
+import { rewritePaths } from "./harbor-paths.ts";
+import { HarborTaskRefused } from "./harbor-refusal.ts";
+import { checkTaskToml, networkWarnings, parseTomlWithPython } from "./task-toml.ts";
+
+/**
+ * One Harbor task directory (the Terminal-Bench 2.0 layout) -> a TaskRequest with the `harbor`
+ * evaluator. Supported: `instruction.md`, `task.toml` (task-toml.ts), `environment/Dockerfile`
+ * (dockerfile.ts), `tests/` with `test.sh` (text files, inlined into the evaluator config), and
+ * `solution/` (never shown to the agent; recorded in metadata only). Anything else is refused with
+ * the reason, never skipped.
+ */
+export interface ImportOptions {
+  agent: Record<string, unknown>;
+  numSamples?: number;
+}
+
+/** Top-level entries a task may hold beside the ones read; README and ignore files carry no behaviour. */
+const INERT = new Set(["README.md", ".gitignore", ".dockerignore"]);
+const READ = new Set(["instruction.md", "task.toml", "environment", "tests", "solution"]);
+/** Tests are inlined into the task; a bigger tests/ belongs on the runner's host (`files[...].from`). */
+const MAX_TESTS_BYTES = 1024 * 1024;
+
+async function textFile(dir: string, rel: string): Promise<string> {
+  const path = join(dir, rel);
+  const info = await stat(path).catch(() => null);
+  if (!info?.isFile()) {
+    throw new HarborTaskRefused(
+      `${rel}: missing (a Harbor task holds instruction.md, task.toml, environment/Dockerfile and tests/test.sh)`,
+    );
+  }
+  const bytes = await readFile(path);
+  const text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+  try {
+    return text.decode(bytes);
+  } catch {
+    throw new HarborTaskRefused(`${rel}: not UTF-8 text (only text files can be inlined into the task)`);
+  }
+}
+
+async function listFiles(dir: string, root = dir): Promise<string[]> {
+  const out: string[] = [];
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...(await listFiles(path, root)));
+    else if (entry.isFile()) out.push(relative(root, path));
+    else
+      throw new HarborTaskRefused(
+        `${relative(root, path)}: not a regular file or directory (links are not followed)`,
+      );
+  }
+  return out.sort();
+}
+
+export interface ImportedTask {
+  task: Record<string, unknown>;
+  /** What the task asked for that the sandbox does not give (converted anyway): for stderr. */
+  warnings: string[];
+}
+
+export async function importHarborTask(dir: string, opts: ImportOptions): Promise<ImportedTask> {
+  const taskId = basename(dir.replace(/\/+$/, ""));
+  if (!isValidId(taskId))
+    throw new HarborTaskRefused(`the directory name ${JSON.stringify(taskId)} is not a valid task_id`);
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    if (READ.has(entry.name) || INERT.has(entry.name)) continue;
+    const why =
+      entry.name === "trajectory.json"
+        ? "prior agent context (an ATIF trajectory seeded before the agent runs) is not supported"
+        : entry.name === "steps"
+          ? "multi-step tasks are not supported"
+          : "not part of the Harbor task layout Polar reads";
+    throw new HarborTaskRefused(`${entry.name}: ${why}`);
+  }
+  const toml = checkTaskToml(parseTomlWithPython(join(dir, "task.toml")));
+  const instruction = await textFile(dir, "instruction.md");
+  if (instruction.trim() === "")
+    throw new HarborTaskRefused("instruction.md: empty (the agent would get no task)");
+  const docker = readDockerfile(await textFile(dir, "environment/Dockerfile"));
+  for (const file of await listFiles(join(dir, "environment"))) {
+    if (file === "Dockerfile") continue;
+    const why = /compose\.ya?ml$/.test(file)
+      ? "multi-container environments are not supported"
+      : "no image is built, so this build-context file would never reach the task";
+    throw new HarborTaskRefused(`environment/${file}: ${why}`);
+  }
+  const testFiles = await listFiles(join(dir, "tests"));
+  if (!testFiles.includes("test.sh")) {
+    throw new HarborTaskRefused(
+      testFiles.includes("test.bat")
+        ? "tests/test.bat: Windows tasks are not supported"
+        : "tests/test.sh: missing",
+    );
+  }
+  if (testFiles.includes("Dockerfile")) {
+    throw new HarborTaskRefused(
+      "tests/Dockerfile: a separate verifier image is not built (the tests run in a fresh runtime built like the agent's)",
+    );
+  }
+  const tests: Record<string, string> = {};
+  let bytes = 0;
+  for (const file of testFiles) {
+    tests[file] = await textFile(dir, join("tests", file));
+    bytes += Buffer.byteLength(tests[file]);
+  }
+  if (bytes > MAX_TESTS_BYTES)
+    throw new HarborTaskRefused(
+      `tests/: ${bytes} bytes, more than the ${MAX_TESTS_BYTES} that can be inlined into a task`,
+    );
+
+  const workdir = (toml.environment?.workdir ?? docker.workdir)?.replace(/\/+$/, "");
+  if (!workdir)
+    throw new HarborTaskRefused(
+      "environment/Dockerfile: no WORKDIR (the agent's work dir stands in for it, so the task must name it)",
+    );
+  // The agent works in its work dir: instruction paths under WORKDIR become relative ones.
+  const localInstruction = rewritePaths(instruction, { [workdir]: "." }).trim();
+  const hasSolution = await stat(join(dir, "solution")).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
+  const warnings = networkWarnings(toml);
+  const task = {
+    task_id: taskId,
+    instruction: localInstruction,
+    ...(opts.numSamples ? { num_samples: opts.numSamples } : {}),
+    ...(toml.agent?.timeout_sec ? { timeout_seconds: toml.agent.timeout_sec } : {}),
+    agent: opts.agent,
+    runtime: {
+      env: { ...docker.env, ...(toml.environment?.env ?? {}) },
+      limits: {
+        ...(toml.environment?.cpus ? { cpus: toml.environment.cpus } : {}),
+        ...(toml.environment?.memory_mb ? { memory_mb: toml.environment.memory_mb } : {}),
+        ...(toml.environment?.gpus ? { gpus: toml.environment.gpus } : {}),
+      },
+    },
+    evaluator: {
+      strategy: "harbor",
+      config: {
+        tests,
+        workdir,
+        ...(toml.verifier?.env && Object.keys(toml.verifier.env).length ? { env: toml.verifier.env } : {}),
+        ...(toml.verifier?.timeout_sec ? { timeout_seconds: toml.verifier.timeout_sec } : {}),
+      },
+    },
+    metadata: {
+      harbor: {
+        dir: basename(dir),
+        ...(toml.task ? { task: toml.task } : {}),
+        ...(toml.metadata && Object.keys(toml.metadata).length ? { metadata: toml.metadata } : {}),
+        from: docker.from,
+        solution: hasSolution,
+        ...(warnings.length ? { warnings } : {}),
+      },
+    },
+  };
+  return { task, warnings };
+}

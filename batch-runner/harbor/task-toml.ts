@@ -1,0 +1,151 @@
+import { spawnSync } from "node:child_process";
+import { z } from "zod";
+import { formatIssues } from "../../shared/zod-issues.ts";
+import { HarborTaskRefused } from "./harbor-refusal.ts";
+
+/**
+ * A Harbor `task.toml` (harbor/models/task/config.py, `TaskConfig`), read with Python's own TOML
+ * parser (`tomllib`, Python 3.11+) and checked here. The fields Polar maps are in `TaskToml`; the
+ * Harbor fields it cannot honour are refused by name with the reason (`UNSUPPORTED`); anything
+ * else is an unknown field.
+ */
+const Env = z.record(z.string(), z.string());
+const Seconds = z.number().positive();
+/** Harbor's default is "public"; either way the sandbox has none (see `networkWarnings`). */
+const Network = z.enum(["public", "no-network"]).optional();
+const Empty = z.array(z.never()).optional();
+
+export const TaskToml = z.strictObject({
+  schema_version: z.string().optional(),
+  task: z.record(z.string(), z.unknown()).optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+  source: z.string().nullable().optional(),
+  artifacts: Empty,
+  verifier: z
+    .strictObject({
+      timeout_sec: Seconds.optional(),
+      env: Env.optional(),
+      // "shared": the tests see what the agent left, which is what Polar's judge gets.
+      environment_mode: z.literal("shared").optional(),
+      collect: Empty,
+      network_mode: Network,
+    })
+    .optional(),
+  agent: z.strictObject({ timeout_sec: Seconds.nullable().optional(), network_mode: Network }).optional(),
+  environment: z
+    .strictObject({
+      // Nothing is built, so there is no build to time.
+      build_timeout_sec: Seconds.optional(),
+      cpus: z.number().positive().nullable().optional(),
+      memory_mb: z.number().int().positive().nullable().optional(),
+      gpus: z.number().int().nonnegative().nullable().optional(),
+      workdir: z.string().nullable().optional(),
+      env: Env.optional(),
+      os: z.literal("linux").optional(),
+      allow_internet: z.boolean().nullable().optional(),
+      network_mode: Network,
+      mcp_servers: Empty,
+    })
+    .optional(),
+  solution: z.strictObject({ env: Env.optional() }).optional(),
+});
+export type TaskToml = z.infer<typeof TaskToml>;
+
+const NO_NETWORK = "a Polar sandbox has no network but the model proxy, so no allowlist can be honoured";
+
+/** Harbor fields Polar does not run, dotted path -> why. One list, checked before the schema. */
+export const UNSUPPORTED: Record<string, string> = {
+  steps: "multi-step tasks are not supported (one instruction, one verifier)",
+  multi_step_reward_strategy: "multi-step tasks are not supported",
+  artifacts: "artifact collection is not supported (the evaluator sees only the work dir)",
+  "environment.docker_image":
+    "a prebuilt image is not used: set runtime.image for your runner's backend yourself",
+  "environment.network_mode": NO_NETWORK,
+  "environment.allowed_hosts": NO_NETWORK,
+  "environment.mcp_servers": "MCP servers are not started for the agent",
+  "environment.healthcheck": "no service is started, so there is nothing to check",
+  "environment.skills_dir": "skills are not installed for the agent",
+  "environment.gpu_types": "GPU types cannot be requested (runtime.limits.gpus only counts)",
+  "environment.tpu": "TPUs cannot be requested",
+  "environment.storage_mb": "a storage limit cannot be set",
+  "environment.os": "only linux tasks run",
+  "agent.user": "the agent always runs as the sandbox's unprivileged user",
+  "agent.network_mode": NO_NETWORK,
+  "agent.allowed_hosts": NO_NETWORK,
+  "verifier.user": "the tests always run as the sandbox's unprivileged user",
+  "verifier.environment_mode":
+    "a separate verifier environment is not built (the tests run in a fresh runtime built like the agent's)",
+  "verifier.environment": "a separate verifier image is not built",
+  "verifier.collect": "nothing is collected from services",
+  "verifier.network_mode": NO_NETWORK,
+  "verifier.allowed_hosts": NO_NETWORK,
+};
+
+/** Values Harbor's own `harbor task init` writes that mean "nothing to do", so they are no refusal. */
+function isUnset(path: string, value: unknown): boolean {
+  if (value === null || value === undefined) return true;
+  if (Array.isArray(value) && value.length === 0) return true;
+  if (path === "environment.os") return value === "linux";
+  if (path === "verifier.environment_mode") return value === "shared";
+  if (path.endsWith(".network_mode")) return value === "public" || value === "no-network";
+  return false;
+}
+
+/**
+ * Harbor gives tasks the internet unless they say otherwise ("public" is its default and what
+ * `harbor task init` writes). A Polar sandbox has none, so such a task is converted with a warning:
+ * a test.sh that downloads its tools (curl, apt-get, uv, pip) fails there and scores 0.
+ */
+export function networkWarnings(toml: TaskToml): string[] {
+  const asked = [
+    ["environment.network_mode", toml.environment?.network_mode === "public"],
+    ["environment.allow_internet", toml.environment?.allow_internet === true],
+    ["agent.network_mode", toml.agent?.network_mode === "public"],
+    ["verifier.network_mode", toml.verifier?.network_mode === "public"],
+  ] as const;
+  return asked
+    .filter(([, yes]) => yes)
+    .map(([path]) => `task.toml: ${path} asks for the internet; the sandbox has none (only the model proxy)`);
+}
+
+function at(data: Record<string, unknown>, path: string): unknown {
+  return path
+    .split(".")
+    .reduce<unknown>(
+      (v, k) => (v && typeof v === "object" ? (v as Record<string, unknown>)[k] : undefined),
+      data,
+    );
+}
+
+/** TOML text -> JSON through `python3 -c 'import tomllib ...'`; throws when python3 or tomllib is missing. */
+export function parseTomlWithPython(path: string): unknown {
+  const code =
+    "import json, sys, tomllib\nwith open(sys.argv[1], 'rb') as f:\n    print(json.dumps(tomllib.load(f)))";
+  const res = spawnSync("python3", ["-c", code, path], { encoding: "utf8", timeout: 30_000 });
+  if (res.error)
+    throw new HarborTaskRefused(
+      `task.toml: cannot run python3 to read it (${res.error.message}); import-harbor reads TOML with Python 3.11+'s tomllib`,
+    );
+  if (res.status !== 0) {
+    const last = res.stderr.trim().split("\n").pop() ?? "";
+    if (last.includes("No module named 'tomllib'"))
+      throw new HarborTaskRefused(
+        "task.toml: python3 on PATH has no tomllib; import-harbor needs Python 3.11+",
+      );
+    throw new HarborTaskRefused(`task.toml: not valid TOML: ${last}`);
+  }
+  return JSON.parse(res.stdout);
+}
+
+export function checkTaskToml(data: unknown): TaskToml {
+  if (data && typeof data === "object") {
+    for (const [path, why] of Object.entries(UNSUPPORTED)) {
+      const value = at(data as Record<string, unknown>, path);
+      if (!isUnset(path, value))
+        throw new HarborTaskRefused(`task.toml: ${path} = ${JSON.stringify(value)}: ${why}`);
+    }
+  }
+  const parsed = TaskToml.safeParse(data);
+  if (!parsed.success) throw new HarborTaskRefused(`task.toml: ${formatIssues(parsed.error)}`);
+  return parsed.data;
+}
