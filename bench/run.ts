@@ -59,11 +59,13 @@ async function main(): Promise<void> {
   }
   const selected = wanted.length ? all.filter((b) => wanted.includes(b.name)) : all;
   let doc: string;
+  let previous = "";
   try {
-    doc = wanted.length ? readFileSync(outFile, "utf8") : "";
+    previous = readFileSync(outFile, "utf8");
   } catch {
-    doc = "";
+    previous = "";
   }
+  doc = wanted.length ? previous : "";
   if (!doc) {
     doc = [
       "# Benchmarks",
@@ -72,6 +74,11 @@ async function main(): Promise<void> {
       "Each section names the command that produced it and the machine it ran on.",
     ].join("\n");
   }
+  // Sections measured by hand with their own command (`<!-- manual:NAME -->`, e.g. the RL run of
+  // examples/rl_on_cpu.py, 10+ minutes a seed) are kept when everything else is rewritten.
+  if (!wanted.length)
+    for (const kept of previous.match(/<!-- manual:([\w-]+) -->[\s\S]*?<!-- \/manual:\1 -->/g) ?? [])
+      doc = `${doc.trimEnd()}\n\n${kept}\n`;
   for (const bench of selected) {
     console.error(`bench: running ${bench.name}...`);
     const { markdown } = await bench.run();

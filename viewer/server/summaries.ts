@@ -43,6 +43,8 @@ export function sessionRow(l: LoadedResult) {
     attempt: r.attempt,
     status: r.status,
     reward: r.reward,
+    // Its first trace's version (the oldest of that chain): what the reward-by-version view plots.
+    policy_version: traces.find((t) => t.policy_version != null)?.policy_version ?? null,
     timings: r.timings,
     traces: traces.length,
     tokens: traces.reduce((n, t) => n + t.prompt_ids.length + t.response_ids.length, 0),

@@ -1,6 +1,7 @@
 import { useApi } from "./api.js";
 import { Crumbs, Loading, ms, reward, Status } from "./format.js";
 import { html } from "./html.js";
+import { RewardByVersion } from "./reward-by-version.js";
 
 const STAGES = [
   ["init_ms", "INIT"],
@@ -16,6 +17,7 @@ export function TasksPage() {
     <${Crumbs} />
     <h1>Tasks <small>${data.store}</small></h1>
     ${data.tasks.length === 0 && html`<p>No tasks in this store yet.</p>`}
+    <${RewardByVersion} tasks=${data.tasks} />
     <div class="cards">
       ${data.tasks.map(
         (

@@ -32,13 +32,19 @@ export function markersOf(t) {
     "response",
     `response: ${t.ids.length - t.prompt_len} tokens sampled or inserted after the prompt`,
   );
-  const spans = t.extras.version_spans ?? [];
-  spans.forEach((s, i) => {
-    if (i === 0 && s.version_start === s.version_end && spans.length === 1) return;
-    const v =
-      s.version_start === s.version_end ? `${s.version_start}` : `${s.version_start} → ${s.version_end}`;
-    add(t.prompt_len + s.start, "version", `policy version ${v}`);
-  });
+  // A version only where it is known and where it changes: reconstruction writes one span per
+  // turn, null when the engine reported no version, and one constant version needs no marker.
+  const known = (t.extras.version_spans ?? [])
+    .map((s) => ({ s, v: versionLabel(s) }))
+    .filter((x) => x.v !== null);
+  const changes = known.some((x) => x.v !== known[0].v || x.s.version_start !== x.s.version_end);
+  if (changes) {
+    let previous = null;
+    for (const { s, v } of known) {
+      if (v !== previous) add(t.prompt_len + s.start, "version", `policy version ${v}`);
+      previous = v;
+    }
+  }
   if (t.break?.position != null && t.break.position < t.prompt_len)
     add(
       t.break.position,
@@ -46,6 +52,15 @@ export function markersOf(t) {
       `chain break (${t.break.reason ?? "unknown"}): first token that differs from trace ${t.break.parent_trace ?? "?"}`,
     );
   return m;
+}
+
+/** "v7", "v7 → v8" for a span that crossed a weight update, null when neither end is known. */
+export function versionLabel(s) {
+  const a = s.version_start ?? null;
+  const b = s.version_end ?? null;
+  if (a === null && b === null) return null;
+  if (a === null || b === null || a === b) return `${a ?? b}`;
+  return `${a} → ${b}`;
 }
 
 export function buildRows(t, folded, markers) {

@@ -1,0 +1,491 @@
+#!/usr/bin/env python3
+"""RL on one CPU machine, through the whole system (README "RL on one CPU machine").
+
+    .venv/bin/python examples/rl_on_cpu.py --out DIR --iterations N --seed S
+
+Starts a real vLLM (scripts/engine.sh, float32, a copy of the tiny untied Qwen3 in DIR/model) and
+`polar serve --upstream` in front of it (proxy, control API, runner, store DIR/store). Each
+iteration submits task groups through the control API with polar_rollouts' ControlClient; every
+session runs examples/agents/two-turn-agent.mjs (two model calls through the proxy, token-in-
+token-out, so one spliced trace per session), scored by the test_on_output evaluator running
+examples/rl/lowercase-score.mjs. The trainer reads the group shards with polar_rollouts, checks
+them (versions, masks, logprobs), takes a GRPO step in PyTorch (transformers Qwen3ForCausalLM,
+float32) and pushes the weights to the engine: pause, save, reload_weights, update_weight_version
+(the proxy reads the engine's /weight_info around every call), resume. `--mode one-step-off` samples iteration i+1
+while the step on iteration i runs (one step stale, bounded by --max-staleness).
+
+Writes DIR/curve.jsonl (one object per iteration), DIR/curve.png (reward against version),
+DIR/store, DIR/engine.log and DIR/serve.log. Exits 1 if a faithfulness check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples" / "rl"))
+
+from curve_png import reward_curve_png  # noqa: E402
+
+from polar_rollouts import ControlClient, Trace, TraceFilter, filter_traces, grpo_advantages  # noqa: E402
+
+PROMPTS = [
+    "Write a few words in lowercase letters only.",
+    "Describe the sea using lowercase letters only.",
+    "Name some animals, in lowercase letters only.",
+    "Tell a very short story in lowercase letters only.",
+]
+FOLLOW_UP = "Say more, again in lowercase letters only."
+SCORE_LINES = 100  # lowercase-score.mjs prints "ok 1".."ok K" for a score of K/100
+
+
+class CheckFailed(RuntimeError):
+    pass
+
+
+@dataclass
+class Batch:
+    iteration: int
+    task_ids: list[str]
+    submitted_at: float
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def http(method: str, url: str, body: Any = None, token: str | None = None, timeout: float = 60.0) -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method)
+    if data is not None:
+        req.add_header("content-type", "application/json")
+    if token:
+        req.add_header("authorization", f"Bearer {token}")
+    with urllib.request.urlopen(req, timeout=timeout) as res:
+        raw = res.read()
+    return json.loads(raw) if raw.strip() else None
+
+
+def wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"rl_on_cpu: the engine exited ({proc.returncode}); see {log}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as res:
+                if res.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise SystemExit(f"rl_on_cpu: no answer from {url} after {timeout_s:.0f}s; see {log}")
+
+
+def stop(proc: subprocess.Popen[bytes] | None, sig: int) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, sig)
+        proc.wait(timeout=20)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def task_for(run_id: str, iteration: int, group: int, args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "task_id": f"{run_id}-it{iteration:03d}-g{group}",
+        "num_samples": args.group_size,
+        "timeout_seconds": 120,
+        "instruction": PROMPTS[group % len(PROMPTS)],
+        "agent": {
+            "harness": "shell",
+            "settings": {"command": "node {{polar_root}}/examples/agents/two-turn-agent.mjs {{instruction}}"},
+            "env": {"AGENT_FOLLOW_UP": FOLLOW_UP},
+            "sampling": {"temperature": 1.0, "max_tokens": args.max_tokens},
+            "token_in_token_out": True,
+        },
+        "runtime": {"backend": args.runtime},
+        "evaluator": {
+            "strategy": "test_on_output",
+            "config": {
+                "command": "node lowercase-score.mjs",
+                # inline: a runner reads no host files for tasks (only from --files-dir)
+                "files": {"lowercase-score.mjs": (ROOT / "examples" / "rl" / "lowercase-score.mjs").read_text()},
+                "expected_lines": [f"ok {i}" for i in range(1, SCORE_LINES + 1)],
+                "partial_credit": True,
+            },
+        },
+    }
+
+
+def version_of(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def response_logprobs(model: Any, traces: list[Trace], selects: list[np.ndarray]) -> list[torch.Tensor]:
+    """log p(token | everything before it) under `model` at the selected response positions of
+    each trace. One right-padded forward: causal attention never looks at the padding after a
+    sequence, so each row computes what it would alone; the LM head runs only where selected."""
+    lengths = [len(t.prompt_ids) + len(t.response_ids) for t in traces]
+    ids = torch.zeros((len(traces), max(lengths)), dtype=torch.int64)
+    for i, t in enumerate(traces):
+        ids[i, : lengths[i]] = torch.from_numpy(np.concatenate([t.prompt_ids, t.response_ids]).astype(np.int64))
+    hidden = model.model(input_ids=ids).last_hidden_state
+    rows, cols, sizes = [], [], []
+    for i, (t, sel) in enumerate(zip(traces, selects)):
+        at = np.flatnonzero(sel) + len(t.prompt_ids)  # the selected tokens' positions in the row
+        rows.append(np.full(len(at), i))
+        cols.append(at)
+        sizes.append(len(at))
+    r, c = torch.from_numpy(np.concatenate(rows)), torch.from_numpy(np.concatenate(cols))
+    logits = model.lm_head(hidden[r, c - 1]).float()
+    lp = torch.log_softmax(logits, dim=-1).gather(1, ids[r, c][:, None]).squeeze(1)
+    return list(torch.split(lp, sizes))
+
+
+def mask_runs(mask: np.ndarray) -> int:
+    m = mask.astype(np.int8)
+    return int(((m[1:] == 1) & (m[:-1] == 0)).sum() + (m[0] == 1)) if len(m) else 0
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    ap.add_argument("--out", type=Path, required=True, help="run directory: curve.jsonl, curve.png, store/, logs")
+    ap.add_argument("--iterations", type=int, default=20, help="training iterations (one weight sync each)")
+    ap.add_argument("--seed", type=int, default=0, help="torch and vLLM seed")
+    ap.add_argument("--mode", choices=["sync", "one-step-off"], default="one-step-off", help="one-step-off: sample i+1 while training on i")
+    ap.add_argument("--groups", type=int, default=2, help="task groups per iteration (one prompt each)")
+    ap.add_argument("--group-size", type=int, default=8, help="sessions per group (GRPO group)")
+    ap.add_argument("--max-tokens", type=int, default=12, help="tokens per model call (two calls a session)")
+    ap.add_argument("--lr", type=float, default=5e-2, help="AdamW learning rate")
+    ap.add_argument("--clip", type=float, default=0.2, help="PPO clip range of the ratio against the step's own weights")
+    ap.add_argument("--is-cap", type=float, default=2.0, help="truncation of the importance weight (TIS)")
+    ap.add_argument("--max-staleness", type=int, default=1, help="drop samples more versions old than this")
+    ap.add_argument("--logprob-tolerance", type=float, default=1e-3, help="max |trainer - captured| logprob (nats)")
+    ap.add_argument("--chunk", type=int, default=8, help="traces per trainer forward pass")
+    ap.add_argument("--run", type=int, default=4, help="concurrent sessions in the runner")
+    ap.add_argument("--runtime", default="bwrap", help="runtime.backend of the tasks (process, bwrap, ...)")
+    ap.add_argument(
+        "--break",
+        dest="broken",
+        choices=["none", "mask-shift", "skip-reload"],
+        default="none",
+        help="break one thing on purpose: shift the loss mask one token right, or skip reload_weights",
+    )
+    args = ap.parse_args(argv)
+
+    out: Path = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in ("store", "model", "curve.jsonl", "curve.png"):
+        target = out / stale
+        if target.is_dir():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()
+    torch.manual_seed(args.seed)
+    np.random.seed(args.seed)
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+
+    model_dir = out / "model"
+    tiny = ROOT / ".cache" / "engine" / "tiny-qwen3"
+    if not (tiny / "model.safetensors").exists():  # the engine lane's model, made once (seconds)
+        subprocess.run(["bash", str(ROOT / "scripts" / "engine.sh"), "setup"], check=True, cwd=ROOT)
+    # A copy: each sync overwrites the weights file the engine reloads from.
+    shutil.copytree(tiny, model_dir)
+    config = json.loads((model_dir / "config.json").read_text())
+    if config.get("tie_word_embeddings", True):
+        # Measured on vLLM 0.32 CPU: reload_weights fails to load a tied LM head and keeps the
+        # stale one, silently (docs: README "RL on one CPU machine").
+        raise SystemExit("rl_on_cpu: refusing a model with tied embeddings: vLLM's hot reload keeps a stale LM head")
+
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+    from transformers import Qwen3ForCausalLM
+
+    weights_file = model_dir / "model.safetensors"
+    with safe_open(str(weights_file), "pt") as f:
+        engine_keys = sorted(f.keys())
+    model = Qwen3ForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32, attn_implementation="eager")
+    model.train()
+    check_model = Qwen3ForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32, attn_implementation="eager")
+    check_model.eval()
+    missing = set(engine_keys) - set(model.state_dict())
+    if missing:
+        raise SystemExit(f"rl_on_cpu: trainer lacks engine weights {sorted(missing)[:3]}")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0, betas=(0.9, 0.99))
+
+    engine_port, proxy_port = free_port(), free_port()
+    engine_url = f"http://127.0.0.1:{engine_port}"
+    control_token = secrets.token_hex(16)
+    engine_log, serve_log = out / "engine.log", out / "serve.log"
+    env = {**os.environ, "POLAR_CONTROL_TOKEN": ""}
+    engine: subprocess.Popen[bytes] | None = None
+    serve: subprocess.Popen[bytes] | None = None
+    t_start = time.monotonic()
+    try:
+        engine = subprocess.Popen(
+            ["bash", str(ROOT / "scripts" / "engine.sh"), "serve", "--port", str(engine_port), "--model-dir", str(model_dir),
+             "--", "--no-enable-prefix-caching", "--seed", str(args.seed)],
+            stdout=engine_log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT, env=env,
+        )  # fmt: skip
+        wait_healthy(f"{engine_url}/health", engine, engine_log, 300)
+        http("POST", f"{engine_url}/update_weight_version", {"new_version": "0"})
+        node = shutil.which("node")
+        if node is None:
+            raise SystemExit("rl_on_cpu: node (>= 22.18) must be on PATH for polar serve")
+        serve = subprocess.Popen(
+            [node, str(ROOT / "bin" / "polar.js"), "serve", "--upstream", engine_url, "--port", str(proxy_port),
+             "--out", str(out), "--control-token", control_token, "--run", str(args.run)],
+            stdout=serve_log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT, env=env,
+        )  # fmt: skip
+        proxy_url = f"http://127.0.0.1:{proxy_port}"
+        wait_healthy(f"{proxy_url}/healthz", serve, serve_log, 60)
+        print(f"rl_on_cpu: engine {engine_url}, polar serve {proxy_url}, store {out / 'store'} "
+              f"(ready in {time.monotonic() - t_start:.0f}s)", flush=True)  # fmt: skip
+        client = ControlClient(proxy_url, control_token)
+        return train(args, out, model, check_model, optimizer, engine_keys, weights_file, save_file,
+                     client, engine_url, t_start)  # fmt: skip
+    finally:
+        stop(serve, signal.SIGINT)
+        stop(engine, signal.SIGTERM)
+
+
+def train(
+    args: argparse.Namespace, out: Path, model: Any, check_model: Any, optimizer: torch.optim.Optimizer,
+    engine_keys: list[str], weights_file: Path, save_file: Any, client: ControlClient,
+    engine_url: str, t_start: float,
+) -> int:  # fmt: skip
+    run_id = f"rl-s{args.seed}-{secrets.token_hex(3)}"
+    version = 0  # the trainer's weights; the engine serves the same after each sync
+    snapshots: dict[int, dict[str, torch.Tensor]] = {0: {k: v.detach().clone() for k, v in model.state_dict().items()}}
+    curve = (out / "curve.jsonl").open("w")
+    failures: list[str] = []
+
+    def submit(iteration: int) -> Batch:
+        ids = [client.submit(task_for(run_id, iteration, g, args))["task_id"] for g in range(args.groups)]
+        return Batch(iteration, ids, time.monotonic())
+
+    def collect(batch: Batch) -> list[Trace]:
+        traces: list[Trace] = []
+        for task_id in batch.task_ids:
+            client.wait(task_id, timeout_s=600, poll_s=0.25)
+            traces.extend(client.shard(task_id))
+        return traces
+
+    def sync(new_version: int) -> float:
+        t0 = time.monotonic()
+        # keep: in-flight requests freeze and finish under the new weights (their captures then
+        # span the update: policy_version != policy_version_end). Nothing is in flight in sync mode.
+        http("POST", f"{engine_url}/pause?mode=keep")
+        state = model.state_dict()
+        save_file({k: state[k].detach().contiguous() for k in engine_keys}, str(weights_file), metadata={"format": "pt"})
+        if args.broken != "skip-reload":
+            http("POST", f"{engine_url}/collective_rpc", {"method": "reload_weights"})
+        # The proxy reads /weight_info before and after every call: nothing to tell it.
+        http("POST", f"{engine_url}/update_weight_version", {"new_version": str(new_version)})
+        reported = http("GET", f"{engine_url}/weight_info")["weight_version"]
+        if reported != str(new_version):
+            failures.append(f"engine reports weight version {reported!r} after the sync to {new_version}")
+        http("POST", f"{engine_url}/resume")
+        return time.monotonic() - t0
+
+    pending = submit(0)
+    for iteration in range(args.iterations):
+        t_iter = time.monotonic()
+        traces = collect(pending)
+        rollout_s = time.monotonic() - pending.submitted_at
+        nxt = submit(iteration + 1) if args.mode == "one-step-off" and iteration + 1 < args.iterations else None
+
+        # --- checks on what the shard says (every iteration, both modes) ------------------------
+        sessions: dict[str, list[Trace]] = {}
+        for t in traces:
+            sessions.setdefault(t.session_id, []).append(t)
+        rewards = [float(np.mean([t.reward or 0.0 for t in ts])) for ts in sessions.values()]
+        problems: list[str] = []
+        if len(sessions) != args.groups * args.group_size:
+            problems.append(f"{len(sessions)} sessions with traces, expected {args.groups * args.group_size}")
+        for sid, ts in sessions.items():
+            if len(ts) != 1:
+                problems.append(f"session {sid}: {len(ts)} traces (token-in-token-out should splice the two calls into one)")
+        for t in traces:
+            if t.status != "COMPLETED":
+                problems.append(f"session {t.session_id}: status {t.status}")
+            if version_of(t.policy_version) is None or version_of(t.policy_version_end) is None:
+                problems.append(f"session {t.session_id}: versions {t.policy_version!r}..{t.policy_version_end!r}, not integers")
+            if t.response_logprobs is None or not np.isfinite(t.response_logprobs[t.loss_mask == 1]).all():
+                problems.append(f"session {t.session_id}: a trainable token lacks a logprob")
+            if mask_runs(t.loss_mask) < 2:
+                problems.append(f"session {t.session_id}: {mask_runs(t.loss_mask)} sampled turn(s) in the trace, expected 2")
+        for task_id in pending.task_ids:  # the captures themselves: versions the engine reported
+            for path in (out / "store" / "captures" / task_id).rglob("*.json.gz"):
+                capture = json.loads(gzip.decompress(path.read_bytes()))
+                if capture.get("policy_version_source") != "engine":
+                    problems.append(f"capture {path.name}: policy_version_source "
+                                    f"{capture.get('policy_version_source')!r}, not the engine")  # fmt: skip
+        versions = [version_of(t.policy_version) for t in traces]
+        known = [v for v in versions if v is not None]
+        sampled_by = min(known) if known else None
+
+        # --- staleness: samples older than the trainer's weights, dropped past the limit --------
+        kept = filter_traces(traces, TraceFilter(current_version=version, max_staleness=args.max_staleness,
+                                                 drop_unknown_version=True))  # fmt: skip
+        dropped_stale = len(traces) - len(kept)
+        stale = [t for t in kept if (version_of(t.policy_version) or 0) < version]
+        crossed = [t for t in kept if t.policy_version != t.policy_version_end]
+        if args.mode == "sync" and (stale or crossed):
+            problems.append(f"sync mode: {len(stale)} stale and {len(crossed)} crossing samples, expected none")
+
+        # --- the GRPO step; logprob check under the weights that sampled each trace ------------
+        t_train = time.monotonic()
+        advantages = grpo_advantages(kept)
+        masks = []
+        for t in kept:
+            m = t.loss_mask.astype(np.float32)
+            if args.broken == "mask-shift":
+                m = np.concatenate([[0.0], m[:-1]]).astype(np.float32)
+            masks.append(torch.from_numpy(m))
+        total_tokens = float(sum(m.sum() for m in masks)) or 1.0
+        diffs: list[np.ndarray] = []
+        weights: list[np.ndarray] = []
+        optimizer.zero_grad(set_to_none=True)
+        # Per trace: the positions the loss uses and the ones the engine sampled (the same
+        # unless --break mask-shift); logprobs are computed at their union, in chunks of traces.
+        originals = [t.loss_mask.astype(bool) for t in kept]
+        selects = [m.numpy().astype(bool) | o for m, o in zip(masks, originals)]
+        for lo in range(0, len(kept), args.chunk):
+            part = list(range(lo, min(lo + args.chunk, len(kept))))
+            new_lps = response_logprobs(model, [kept[i] for i in part], [selects[i] for i in part])
+            # The logprob check: every trace sampled by one version, recomputed under that version.
+            by_version: dict[int, list[int]] = {}
+            for k, i in enumerate(part):
+                t = kept[i]
+                v_start, v_end = version_of(t.policy_version), version_of(t.policy_version_end)
+                if v_start is not None and v_start == v_end:
+                    by_version.setdefault(v_start, []).append(k)
+            for v, ks in by_version.items():
+                if v == version:
+                    under = [new_lps[k].detach() for k in ks]
+                elif v in snapshots:
+                    check_model.load_state_dict(snapshots[v])
+                    with torch.no_grad():
+                        under = response_logprobs(check_model, [kept[part[k]] for k in ks], [selects[part[k]] for k in ks])
+                else:
+                    continue
+                for k, lp_v in zip(ks, under):
+                    i = part[k]
+                    captured = torch.from_numpy(np.asarray(kept[i].response_logprobs, dtype=np.float32)[selects[i]])
+                    diffs.append((lp_v - captured)[torch.from_numpy(masks[i].numpy()[selects[i]] > 0)].abs().numpy())
+            loss = torch.zeros(())
+            for k, i in enumerate(part):
+                t, mask = kept[i], masks[i].numpy()[selects[i]]
+                captured = torch.from_numpy(np.asarray(t.response_logprobs, dtype=np.float32)[selects[i]])
+                a = float(advantages[i])
+                # Decoupled PPO (the proximal policy is the trainer's weights at this step, the
+                # behaviour policy the engine's captured logprobs): the importance weight
+                # pi_theta / pi_behaviour corrects for samples of an older version and is
+                # truncated at --is-cap; the PPO ratio against the proximal policy is clipped.
+                weight = torch.exp(new_lps[k].detach() - captured).clamp(max=args.is_cap)
+                ratio = torch.exp(new_lps[k] - new_lps[k].detach())
+                surrogate = weight * torch.minimum(ratio * a, torch.clamp(ratio, 1 - args.clip, 1 + args.clip) * a)
+                trainable = torch.from_numpy(mask)
+                loss = loss - (surrogate * trainable).sum() / total_tokens
+                weights.append(weight[trainable > 0].numpy())
+            if loss.requires_grad:
+                loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        train_s = time.monotonic() - t_train
+        all_diffs = np.concatenate(diffs) if diffs else np.zeros(0, dtype=np.float32)
+        diff_mean = float(all_diffs.mean()) if all_diffs.size else None
+        diff_max = float(all_diffs.max()) if all_diffs.size else None
+        if diff_max is None:
+            problems.append("no trace could be checked against the weights that sampled it")
+        elif diff_max > args.logprob_tolerance:
+            problems.append(f"trainer vs captured logprob differ by up to {diff_max:.3g} nats (> {args.logprob_tolerance})")
+
+        # --- push the new weights; the next iteration samples with them ------------------------
+        version += 1
+        snapshots[version] = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        for old in [v for v in snapshots if v < version - args.max_staleness - 1]:
+            del snapshots[old]
+        sync_s = sync(version)
+        if args.mode == "sync" and iteration + 1 < args.iterations:
+            nxt = submit(iteration + 1)
+        row = {
+            "iteration": iteration,
+            "policy_version": sampled_by,
+            "mean_reward": float(np.mean(rewards)) if rewards else 0.0,
+            "rewards": rewards,
+            "samples": len(kept),
+            "trainable_tokens": int(sum(int(t.loss_mask.sum()) for t in kept)),
+            "stale_samples": len(stale),
+            "dropped_stale": dropped_stale,
+            "crossed_samples": len(crossed),
+            "checked_tokens": int(all_diffs.size),
+            "logprob_diff_mean": diff_mean,
+            "logprob_diff_max": diff_max,
+            "importance_weight_mean": float(np.concatenate(weights).mean()) if weights else None,
+            "versions": {str(v): versions.count(v) for v in sorted(set(known))},
+            "trained_version": version - 1,
+            "rollout_s": round(rollout_s, 2),
+            "train_s": round(train_s, 2),
+            "sync_s": round(sync_s, 3),
+            "wall_s": round(time.monotonic() - t_iter, 2),
+            "problems": problems[:10],
+        }
+        curve.write(json.dumps(row) + "\n")
+        curve.flush()
+        dm = "n/a" if diff_mean is None else f"{diff_mean:.1e}"
+        dx = "n/a" if diff_max is None else f"{diff_max:.1e}"
+        print(f"it {iteration:3d} v{sampled_by} reward {row['mean_reward']:.3f} samples {len(kept)} "
+              f"stale {len(stale)} crossed {len(crossed)} lp diff {dm}/{dx} wall {row['wall_s']:.1f}s"
+              f"{' PROBLEMS: ' + '; '.join(problems[:3]) if problems else ''}", flush=True)  # fmt: skip
+        failures.extend(f"iteration {iteration}: {p}" for p in problems)
+        if failures:
+            break
+        if nxt is not None:
+            pending = nxt
+    curve.close()
+
+    rows = [json.loads(line) for line in (out / "curve.jsonl").read_text().splitlines()]
+    (out / "curve.png").write_bytes(
+        reward_curve_png([r["policy_version"] or 0 for r in rows], [r["mean_reward"] for r in rows], [r["rewards"] for r in rows])
+    )
+    first, last3 = rows[0]["mean_reward"], [r["mean_reward"] for r in rows[-3:]]
+    print(f"rl_on_cpu: {len(rows)} iterations, reward {first:.3f} -> {np.mean(last3):.3f} (mean of the last "
+          f"{len(last3)}), {time.monotonic() - t_start:.0f}s wall; {out / 'curve.jsonl'}, {out / 'curve.png'}")  # fmt: skip
+    if failures:
+        print("rl_on_cpu: FAILED checks:\n  " + "\n  ".join(failures[:10]), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
