@@ -3,8 +3,9 @@
  * every capture names the version of the engine that sampled it, with no version set on the
  * proxy; a call in flight while the trainer pauses the engine, reloads its weights, sets a new
  * version and resumes still completes, and its capture shows both versions; with two replicas, a
- * version change on one is seen on that replica's calls only. Reloading the same weights file
- * keeps every answer identical, so the other files sharing the engine are unaffected.
+ * version change on one is seen on that replica's calls only. The weight pushes go to an engine of
+ * this file's own ("versions"): on the engine other files share, their calls would show as running
+ * and could let a push land before this file's call started.
  */
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -15,6 +16,10 @@ import { readCaptures, startProxy, type TestProxy } from "../support/proxy.ts";
 import { ENGINE_MODEL, realEngine } from "../support/real-engine.ts";
 
 const engine = await realEngine();
+/** This file's own engine: only its calls run there, and only it changes its version. */
+// Uncapped (scripts/engine.sh caps calls at 128 new tokens), so a call runs long enough to be
+// seen running and pushed across on a loaded machine.
+const own = engine.ok ? await realEngine("versions", ["--max-new-tokens", "0"]) : engine;
 const KEY = "versions-key";
 const TASK = "versions";
 let seq = 0;
@@ -56,19 +61,19 @@ async function untilRunning(url: string): Promise<void> {
   throw new Error("the call never showed as running on the engine");
 }
 
-describe.skipIf(!engine.ok)(`engine-reported weight versions (${engine.ok ? "vLLM" : engine.reason})`, () => {
+describe.skipIf(!own.ok)(`engine-reported weight versions (${own.ok ? "vLLM" : own.reason})`, () => {
   for (const streamMode of ["live", "synthesize"] as const) {
     describe(`${streamMode} streams`, () => {
       let proxy: TestProxy;
       beforeAll(async () => {
-        proxy = await startProxy({ upstream: engine.url, auth: { signingKey: KEY }, streamMode });
+        proxy = await startProxy({ upstream: own.url, auth: { signingKey: KEY }, streamMode });
       });
       afterAll(() => proxy?.close());
 
       it("a capture names the engine's version, with no version set on the proxy", async () => {
         const s = await session();
         const client = new OpenAI({ apiKey: s.token, baseURL: `${proxy.url}/v1`, maxRetries: 0 });
-        const now = await versionOf(engine.url);
+        const now = await versionOf(own.url);
         await client.chat.completions.create({
           model: ENGINE_MODEL,
           max_tokens: 4,
@@ -85,19 +90,20 @@ describe.skipIf(!engine.ok)(`engine-reported weight versions (${engine.ok ? "vLL
       it("a call in flight across a weight push completes and shows both versions", async () => {
         const s = await session();
         const client = new OpenAI({ apiKey: s.token, baseURL: `${proxy.url}/v1`, maxRetries: 0 });
-        const before = await versionOf(engine.url);
+        const before = await versionOf(own.url);
         const after = `${before}-${streamMode}-next`;
         const req = {
           model: ENGINE_MODEL,
-          max_tokens: 120,
+          max_tokens: 1500,
+          temperature: 0,
           messages: [{ role: "user" as const, content: "hi" }],
         };
         const answered =
           streamMode === "live"
             ? client.chat.completions.stream(req).finalChatCompletion()
             : client.chat.completions.create(req);
-        await untilRunning(engine.url);
-        await pushWeights(engine.url, after);
+        await untilRunning(own.url);
+        await pushWeights(own.url, after);
         expect((await answered).choices[0].finish_reason).toBe("length");
         const [cap] = await readCaptures(proxy.store, TASK, s.id);
         expect(cap).toMatchObject({
@@ -106,14 +112,14 @@ describe.skipIf(!engine.ok)(`engine-reported weight versions (${engine.ok ? "vLL
           policy_version_source: "engine",
           error: null,
         });
-        expect(cap.response_token_ids).toHaveLength(120);
-      }, 120_000);
+        expect(cap.response_token_ids).toHaveLength(1500);
+      }, 240_000);
     });
   }
 });
 
-describe.skipIf(!engine.ok)("two real replicas: versions are per replica", async () => {
-  const second = engine.ok ? await realEngine("second") : engine;
+describe.skipIf(!own.ok)("two real replicas: versions are per replica", () => {
+  const second = own;
   const store = new MemoryStore();
   let proxy: RunningProxy;
   beforeAll(async () => {
@@ -132,6 +138,7 @@ describe.skipIf(!engine.ok)("two real replicas: versions are per replica", async
   it("a version set on one replica shows on its calls only", async () => {
     expect(second.ok).toBe(true);
     await post(second.url, "/update_weight_version", { new_version: "second-replica-v7" });
+    // The shared engine's version is never changed by any test file.
     const firstVersion = await versionOf(engine.url);
     const seen = new Map<string, Set<string>>();
     for (let i = 0; i < 4; i++) {

@@ -51,7 +51,7 @@ export function engineRunDir(): string {
  * One engine per `name` per run. Tests that change the engine's state (weights, version, pause)
  * use a name of their own, so files sharing "shared" never see another file's changes.
  */
-export async function realEngine(name = "shared", extraArgs: string[] = []): Promise<RealEngine> {
+export async function realEngine(name = "shared", serveArgs: string[] = []): Promise<RealEngine> {
   const dir = engineRunDir();
   const file = (ext: string) => join(dir, `${name}.${ext}`);
   const logFile = file("log");
@@ -63,7 +63,7 @@ export async function realEngine(name = "shared", extraArgs: string[] = []): Pro
     // Another file is starting it: wait for its outcome below.
   }
   if (mine) {
-    const outcome = await start(file, logFile, extraArgs);
+    const outcome = await start(file, logFile, serveArgs);
     writeFileSync(outcome.ok ? file("url") : file("error"), outcome.ok ? outcome.url : outcome.reason);
   }
   const deadline = Date.now() + START_TIMEOUT_MS + 60_000;
@@ -84,7 +84,7 @@ function refuse(reason: string, name: string, logFile: string): RealEngine {
 async function start(
   file: (ext: string) => string,
   logFile: string,
-  extraArgs: string[],
+  serveArgs: string[],
 ): Promise<{ ok: true; url: string } | { ok: false; reason: string }> {
   try {
     // Idempotent and quick once done; the first run on a machine installs (about 1.5 minutes).
@@ -95,13 +95,7 @@ async function start(
   }
   const port = await freePort();
   const log = openSync(logFile, "w");
-  const args = [
-    ENGINE_SCRIPT,
-    "serve",
-    "--port",
-    String(port),
-    ...(extraArgs.length ? ["--", ...extraArgs] : []),
-  ];
+  const args = [ENGINE_SCRIPT, "serve", "--port", String(port), ...serveArgs];
   // Its own process group, so the teardown can stop vLLM's engine-core child with it.
   const child = spawn("bash", args, { detached: true, stdio: ["ignore", log, log] });
   closeSync(log);
