@@ -6,22 +6,7 @@ import type { ChatRequest } from "../chat/types.ts";
 import { isObject, isTokenIdArray } from "../engines/engine.ts";
 import type { UpstreamResult } from "../upstream.ts";
 import { OUTPUT_PARSERS, type OutputParser } from "./output-parsers.ts";
-import { parsedChatCompletion } from "./parsed-answer.ts";
-
-/** Sampling fields a chat request and a completions request share. */
-const SHARED_FIELDS = [
-  "model",
-  "max_tokens",
-  "temperature",
-  "top_p",
-  "top_k",
-  "min_p",
-  "seed",
-  "stop",
-  "presence_penalty",
-  "frequency_penalty",
-  "repetition_penalty",
-] as const;
+import { parsedChatCompletion, samplingOf } from "./parsed-answer.ts";
 
 export interface CompletionsChannel {
   /** Model name -> parser; `*` applies to any other model. */
@@ -34,10 +19,13 @@ export function parserFor(channel: CompletionsChannel, model: string): OutputPar
 
 /** The `/v1/completions` body for a token prompt, with the chat request's sampling. */
 export function completionsRequest(chat: ChatRequest, ids: number[]): Record<string, unknown> {
-  const body: Record<string, unknown> = { prompt: ids, return_token_ids: true, n: 1 };
-  for (const f of SHARED_FIELDS) if (chat[f] !== undefined) body[f] = chat[f];
-  if (chat.max_completion_tokens !== undefined && body.max_tokens === undefined)
-    body.max_tokens = chat.max_completion_tokens;
+  const body: Record<string, unknown> = {
+    prompt: ids,
+    return_token_ids: true,
+    n: 1,
+    ...(chat.model !== undefined ? { model: chat.model } : {}),
+    ...samplingOf(chat),
+  };
   const top = typeof chat.top_logprobs === "number" ? chat.top_logprobs : 0;
   body.logprobs = Math.max(1, top);
   return body;

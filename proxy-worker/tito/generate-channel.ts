@@ -9,29 +9,12 @@ import type { ChatRequest } from "../chat/types.ts";
 import { isObject, isTokenIdArray } from "../engines/engine.ts";
 import { postJson, type Upstream, type UpstreamResult } from "../upstream.ts";
 import type { OutputParser } from "./output-parsers.ts";
-import { parsedChatCompletion } from "./parsed-answer.ts";
+import { parsedChatCompletion, samplingOf } from "./parsed-answer.ts";
 
 export const GENERATE_PATH = "/inference/v1/generate";
 
-/** Sampling fields a chat request and vLLM's `SamplingParams` share. */
-const SAMPLING_FIELDS = [
-  "max_tokens",
-  "temperature",
-  "top_p",
-  "top_k",
-  "min_p",
-  "seed",
-  "stop",
-  "presence_penalty",
-  "frequency_penalty",
-  "repetition_penalty",
-] as const;
-
 export function generateRequest(chat: ChatRequest, ids: number[]): Record<string, unknown> {
-  const sampling: Record<string, unknown> = {};
-  for (const f of SAMPLING_FIELDS) if (chat[f] !== undefined) sampling[f] = chat[f];
-  if (chat.max_completion_tokens !== undefined && sampling.max_tokens === undefined)
-    sampling.max_tokens = chat.max_completion_tokens;
+  const sampling = samplingOf(chat);
   // `logprobs: 0` returns the sampled token's logprob; more asks for alternatives too.
   sampling.logprobs = typeof chat.top_logprobs === "number" ? chat.top_logprobs : 0;
   return { model: chat.model, token_ids: ids, sampling_params: sampling, output_mode: "text" };

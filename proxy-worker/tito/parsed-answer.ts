@@ -3,8 +3,35 @@
  * (`/v1/completions` and `/inference/v1/generate`): reasoning and tool calls parsed by the proxy's
  * parser for the model, in vLLM's chat shape, so everything after reads it as from chat.
  */
+import type { ChatRequest } from "../chat/types.ts";
 import type { UpstreamResult } from "../upstream.ts";
 import { type OutputParser, parseOutput } from "./output-parsers.ts";
+
+/**
+ * The sampling a chat request carries over to a token channel (vLLM's `SamplingParams` fields, on
+ * `/v1/completions` at the root, on generate in `sampling_params`), `max_completion_tokens` as
+ * `max_tokens` when only it is set.
+ */
+const SAMPLING_FIELDS = [
+  "max_tokens",
+  "temperature",
+  "top_p",
+  "top_k",
+  "min_p",
+  "seed",
+  "stop",
+  "presence_penalty",
+  "frequency_penalty",
+  "repetition_penalty",
+] as const;
+
+export function samplingOf(chat: ChatRequest): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const f of SAMPLING_FIELDS) if (chat[f] !== undefined) out[f] = chat[f];
+  if (chat.max_completion_tokens !== undefined && out.max_tokens === undefined)
+    out.max_tokens = chat.max_completion_tokens;
+  return out;
+}
 
 export interface RawAnswer {
   status: number;
