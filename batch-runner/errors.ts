@@ -10,7 +10,6 @@ export { TaskConflictError } from "../shared/tasks/submit-task.ts";
 export { EvaluatorConfigError } from "./evaluation/evaluator-config.ts";
 // A task named an evaluator module or a `files.from` host path outside the operator's allowlists.
 export { ModulePathRefused } from "./evaluation/evaluator-dirs.ts";
-export { InspectInputError } from "./inspect/load-inspectable.ts";
 // A callback_url the runner will not call (scheme, internal address); never retried.
 export { CallbackRefused } from "./pipeline/callback-target.ts";
 // A queue message that can never be processed (deleted, not retried); init failures are retried.
@@ -21,6 +20,4 @@ export { InvariantViolation } from "./reconstruction/invariants.ts";
 export { TaskFileError } from "./reconstruction/reconstruct-task.ts";
 // A task's runtime spec this runner does not allow (a bwrap image root outside --bwrap-image-dir).
 export { RuntimeSpecRefused } from "./runtime/runtime.ts";
-export { AcceptExpressionError } from "./sft/accept-expression.ts";
 export { ShardInputError } from "./shards/write-group-shard.ts";
-export { UsageError } from "./usage-error.ts";

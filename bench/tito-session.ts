@@ -2,8 +2,9 @@
 // real Node proxy and the dry-run policy (Qwen3 template), whose harness drops the model's
 // reasoning from history, once with the mode and once without. Reported by
 // `npm run bench -- reconstruction` (docs/tito.md).
-import { startPolicyServer } from "../batch-runner/dry-run-policy/server.ts";
+
 import { buildTrajectory } from "../batch-runner/reconstruction/build-session.ts";
+import { startPolicyServer } from "../dry-run-policy/server.ts";
 import { startNodeProxy } from "../proxy-worker/node.ts";
 import { decodeCapture } from "../shared/capture-codec.ts";
 import { keys } from "../shared/keys.ts";

@@ -12,7 +12,7 @@ if (major < 22 || (major === 22 && minor < 18)) {
   );
   process.exit(1);
 }
-const { main } = await import("../batch-runner/cli/main.ts");
+const { main } = await import("../cli/main.ts");
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;

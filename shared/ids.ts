@@ -39,3 +39,8 @@ const nextUlid = monotonicFactory(bufferedRandom);
 export function newUlid(now: number = Date.now()): string {
   return nextUlid(now);
 }
+
+/** Plain code-unit order: ids are ASCII (ID_PATTERN), so this is byte order, as stores list keys. */
+export function compareIds(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -6,20 +6,7 @@
  * call does not store its prompt twice; `upstreamRequestOf` puts it back.
  */
 import type { CaptureRecord } from "./schemas/capture.ts";
-
-/** Where each channel posts and where the token prompt sits in its body. */
-export const TOKEN_CHANNELS = {
-  /** vLLM chat (PR #48145): templating skipped, parsers still run. */
-  chat_kv_transfer: { path: "/v1/chat/completions", ids: ["kv_transfer_params", "prompt_token_ids"] },
-  /** SGLang chat. */
-  chat_input_ids: { path: "/v1/chat/completions", ids: ["input_ids"] },
-  /** vLLM `/v1/completions`, parsed by the proxy. */
-  completions: { path: "/v1/completions", ids: ["prompt"] },
-  /** vLLM's native token-in, token-out endpoint (`--enable-scale-out`), parsed by the proxy. */
-  generate: { path: "/inference/v1/generate", ids: ["token_ids"] },
-} as const;
-export type TokenChannel = keyof typeof TOKEN_CHANNELS;
-export const TOKEN_CHANNEL_NAMES = Object.keys(TOKEN_CHANNELS) as [TokenChannel, ...TokenChannel[]];
+import { TOKEN_CHANNELS, type TokenChannel } from "./token-channels.ts";
 
 export interface UpstreamRequest {
   path: string;

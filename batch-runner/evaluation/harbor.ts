@@ -3,7 +3,7 @@ import type { Trajectory } from "../../shared/schemas/trajectory.ts";
 import { judgeDirs, rewritePaths } from "../harbor/harbor-paths.ts";
 import { HarborRewardError, parseHarborReward } from "../harbor/harbor-reward.ts";
 import type { Runtime } from "../runtime/runtime.ts";
-import { shellQuote } from "../shell-quote.ts";
+import { shellQuote } from "../runtime/shell-quote.ts";
 import { copyAgentOutputs, OutputsTooLarge } from "./agent-outputs.ts";
 import type { Evaluation, EvaluationContext, Evaluator } from "./evaluator.ts";
 import { commandTimeoutMs, parseEvaluatorConfig, tail } from "./evaluator-config.ts";

@@ -26,7 +26,7 @@ export const testOnOutput: Evaluator = {
     const cfg = parseEvaluatorConfig("test_on_output", TestOnOutputConfig, ctx.config);
     const outcome = await outcomeOf(cfg, ctx);
     if (cfg.step_rewards === "none") return outcome;
-    const { loadQwen3 } = await import("../dry-run-policy/qwen3.ts");
+    const { loadQwen3 } = await import("../../shared/node/qwen3/qwen3.ts");
     return { ...outcome, step_rewards: toolStepRewards(trajectory, loadQwen3()) };
   },
 };

@@ -1,7 +1,7 @@
+import { type ChatTokenIds, qwen3ChatTokenIds, segmentChat } from "../../shared/node/qwen3/chat-segments.ts";
+import type { Qwen3 } from "../../shared/node/qwen3/qwen3.ts";
+import { tokenTexts } from "../../shared/node/qwen3/token-texts.ts";
 import type { Trace, Trajectory } from "../../shared/schemas/trajectory.ts";
-import type { Qwen3 } from "../dry-run-policy/qwen3.ts";
-import { type ChatTokenIds, qwen3ChatTokenIds, segmentChat } from "../inspect/chat-segments.ts";
-import { tokenTexts } from "../inspect/token-texts.ts";
 import { traceTurns } from "./trace-turns.ts";
 
 /**

@@ -8,8 +8,10 @@ import {
   defaultCacheDir,
   type InstalledHarness,
   type InstallOptions,
+  MARKER,
   prefixFor,
-} from "./install.ts";
+  STALE_LOCK_MS,
+} from "./install-cache.ts";
 
 /*
  * The pip side of install.ts: a Python harness gets its own venv at `<cache>/<name>@<version>/venv`.
@@ -22,9 +24,6 @@ import {
  * POLAR_PIP_CACHE (`--cache-dir`), POLAR_PYTHON (the interpreter that creates the venv), or
  * POLAR_PYTHON3_12 and so on for a preset that needs a given version.
  */
-
-const MARKER = ".polar-installed.json";
-const STALE_LOCK_MS = 15 * 60_000;
 
 export interface PythonInstallable {
   name: string;

@@ -1,6 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { ShellSettings } from "../../shared/schemas/task-settings.ts";
-import { shellQuote } from "../shell-quote.ts";
+import { shellQuote } from "../runtime/shell-quote.ts";
 import type { HarnessInvocation, HarnessOutcome, HarnessPreset, PresetContext } from "./preset.ts";
 import { parseSettings } from "./preset-options.ts";
 

@@ -1,8 +1,8 @@
 import { decodeCapture } from "../../shared/capture-codec.ts";
+import { compareIds } from "../../shared/ids.ts";
 import { keys } from "../../shared/keys.ts";
 import type { CaptureRecord } from "../../shared/schemas/capture.ts";
 import type { ObjectStore } from "../../shared/store/object-store.ts";
-import { compareIds } from "./usable-captures.ts";
 
 export interface LoadedCaptures {
   /** Of the requested attempt (or the latest one), sorted by capture_id. */

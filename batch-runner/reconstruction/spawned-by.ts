@@ -1,5 +1,5 @@
+import { contentText } from "../../shared/node/qwen3/template-messages.ts";
 import type { CaptureRecord } from "../../shared/schemas/capture.ts";
-import { contentText } from "../dry-run-policy/template-messages.ts";
 import { type BuiltChain, breakContext, type ChainBreak } from "./chains.ts";
 import { commonPrefixFrom } from "./token-hash.ts";
 

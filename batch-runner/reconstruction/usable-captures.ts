@@ -1,3 +1,4 @@
+import { compareIds } from "../../shared/ids.ts";
 import type { CaptureRecord } from "../../shared/schemas/capture.ts";
 
 /** A capture that can be trained on: it succeeded, the engine reported real token ids, and a live stream's ids are whole. */
@@ -52,9 +53,4 @@ export function usableCaptures(captures: readonly CaptureRecord[]): UsableCaptur
     turns.push({ capture, prompt, response, logprobs });
   }
   return { turns, excludedFailed, excludedNoTokenIds, excludedStreamIncomplete, gaps };
-}
-
-/** Plain code-unit order: ids are ASCII (ID_PATTERN), so this is byte order, as stores list keys. */
-export function compareIds(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

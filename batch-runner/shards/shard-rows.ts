@@ -1,5 +1,5 @@
+import { compareIds } from "../../shared/ids.ts";
 import type { SessionResult } from "../../shared/schemas/trajectory.ts";
-import { compareIds } from "../reconstruction/usable-captures.ts";
 
 /** One trace of one session: a row of `trajectories/{task_id}.parquet` (and of the JSONL twin). */
 export interface ShardRow {

@@ -4,7 +4,7 @@
  * proxy's own ids go upstream.
  */
 import type { EngineName } from "../../shared/engines.ts";
-import { TOKEN_CHANNELS, type TokenChannel } from "../../shared/upstream-request.ts";
+import { TOKEN_CHANNELS, type TokenChannel } from "../../shared/token-channels.ts";
 import type { ChatRequest } from "../chat/types.ts";
 import type { Gateway } from "../deps.ts";
 import type { UpstreamResult } from "../upstream.ts";

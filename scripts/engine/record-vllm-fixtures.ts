@@ -4,7 +4,7 @@
  *
  *   node scripts/engine/record-vllm-fixtures.ts http://127.0.0.1:8000
  *
- * Writes batch-runner/dry-run-policy/__fixtures__/vllm-0.32/{name}.json: the request and the
+ * Writes dry-run-policy/__fixtures__/vllm-0.32/{name}.json: the request and the
  * answer (JSON, or the SSE data lines of a stream), as the engine sent them.
  */
 import { mkdirSync, writeFileSync } from "node:fs";

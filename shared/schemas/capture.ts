@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { TOKEN_CHANNEL_NAMES } from "../upstream-request.ts";
+import { TOKEN_CHANNEL_NAMES } from "../token-channels.ts";
 import { Id, Logprobs, TokenIds } from "./common.ts";
 
 export const PROVIDERS = ["anthropic", "openai_chat", "openai_responses", "google"] as const;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { POLICY_SHAPES } from "../../batch-runner/dry-run-policy/shapes.ts";
+import { POLICY_SHAPES } from "../../dry-run-policy/shapes.ts";
 import type { CaptureRecord } from "../../shared/schemas/capture.ts";
 import { type PolicyServer, scriptMessage, startPolicy } from "../support/policy.ts";
 import { readCaptures, startProxy, type TestProxy } from "../support/proxy.ts";

@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { shellQuote } from "../../batch-runner/shell-quote.ts";
+import { shellQuote } from "../../batch-runner/runtime/shell-quote.ts";
 
 /**
  * A tiny repository with a bug, built by the test: `add` subtracts. `tests/mul.test.mjs` passes and

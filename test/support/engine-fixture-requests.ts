@@ -8,7 +8,7 @@ import { join } from "node:path";
 
 export const ENGINE_FIXTURE_DIR = join(
   new URL("../../", import.meta.url).pathname,
-  "batch-runner/dry-run-policy/__fixtures__/vllm-0.32",
+  "dry-run-policy/__fixtures__/vllm-0.32",
 );
 
 export interface EngineFixtureRequest {

@@ -11,7 +11,7 @@ import {
   type PolicyServer,
   type PolicyServerOptions,
   startPolicyServer,
-} from "../../batch-runner/dry-run-policy/server.ts";
+} from "../../dry-run-policy/server.ts";
 
 export type { PolicyServer };
 

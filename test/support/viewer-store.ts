@@ -1,5 +1,5 @@
-import { loadQwen3, type Qwen3 } from "../../batch-runner/dry-run-policy/qwen3.ts";
 import { keys } from "../../shared/keys.ts";
+import { loadQwen3, type Qwen3 } from "../../shared/node/qwen3/qwen3.ts";
 import type { SessionResult, Trace } from "../../shared/schemas/trajectory.ts";
 import type { ObjectStore } from "../../shared/store/object-store.ts";
 

@@ -2,9 +2,9 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { UsageError } from "../../batch-runner/cli/command.ts";
-import { engineFlag, parseFlags, upstreamFlag } from "../../batch-runner/cli/flags.ts";
-import { readTasksFile } from "../../batch-runner/cli/tasks-file.ts";
+import { UsageError } from "../../cli/command.ts";
+import { engineFlag, parseFlags, upstreamFlag } from "../../cli/flags.ts";
+import { readTasksFile } from "../../cli/tasks-file.ts";
 
 /** The flag helpers run, sft, submit, policy, proxy, runner, token, inspect and reconstruct share. */
 describe("cli flags", () => {

@@ -2,9 +2,9 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it, vi } from "vitest";
-import { UsageError } from "../../batch-runner/cli/command.ts";
-import view from "../../batch-runner/cli/commands/view.ts";
-import { resolveStoreSpec } from "../../batch-runner/inspect/store-dir.ts";
+import { UsageError } from "../../cli/command.ts";
+import view from "../../cli/commands/view.ts";
+import { resolveStoreSpec } from "../../inspect/store-dir.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "polar-view-cli-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -22,7 +22,7 @@ describe("docs/control-api.md's trainer commands", () => {
   });
 
   it("that name is the one polar serve and the Python client use", () => {
-    expect(read("batch-runner/cli/commands/serve.ts")).toMatch(/control token .*POLAR_CONTROL_TOKEN/);
+    expect(read("cli/commands/serve.ts")).toMatch(/control token .*POLAR_CONTROL_TOKEN/);
     expect(read("python/src/polar_rollouts/client.py")).toMatch(/control_token/);
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { planTurn } from "../../batch-runner/dry-run-policy/plan-turn.ts";
-import { chooseAlternative, scriptAlternatives } from "../../batch-runner/dry-run-policy/script.ts";
+import { planTurn } from "../../dry-run-policy/plan-turn.ts";
+import { chooseAlternative, scriptAlternatives } from "../../dry-run-policy/script.ts";
 import { sessionIdsFor } from "../../shared/tasks/submit-task.ts";
 import { sampleIndexOf } from "../../shared/upstream-session.ts";
 import { scriptMessage } from "../support/policy.ts";

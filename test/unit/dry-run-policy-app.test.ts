@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createPolicyApp } from "../../batch-runner/dry-run-policy/app.ts";
+import { createPolicyApp } from "../../dry-run-policy/app.ts";
 
 const { app, counts } = createPolicyApp({ maxModelLen: 2048 });
 const post = (path: string, body: string) =>

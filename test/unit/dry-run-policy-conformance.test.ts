@@ -1,7 +1,7 @@
 /**
  * The dry-run policy held to the real engine it imitates: for every request in
  * test/support/engine-fixture-requests.ts, the policy's answer must have the shape of vLLM 0.32's
- * recorded answer (batch-runner/dry-run-policy/__fixtures__/vllm-0.32/, recorded with
+ * recorded answer (dry-run-policy/__fixtures__/vllm-0.32/, recorded with
  * scripts/engine/record-vllm-fixtures.ts): the same keys with the same types, the same fields in
  * each kind of stream chunk, usage that adds up the same way, ids in the same ranges.
  */

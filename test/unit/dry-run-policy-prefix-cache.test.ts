@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { createPolicyApp } from "../../batch-runner/dry-run-policy/app.ts";
-import { PrefillClock, PrefixCache } from "../../batch-runner/dry-run-policy/prefix-cache.ts";
+import { createPolicyApp } from "../../dry-run-policy/app.ts";
+import { PrefillClock, PrefixCache } from "../../dry-run-policy/prefix-cache.ts";
 
 const ids = (n: number, offset = 0) => Array.from({ length: n }, (_, i) => i + offset);
 

@@ -1,12 +1,12 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { describe, expect, it } from "vitest";
-import { assistantText, parseAssistantOutput } from "../../batch-runner/dry-run-policy/assistant-text.ts";
-import { generate, streamTexts } from "../../batch-runner/dry-run-policy/generate.ts";
-import { dryRunLogprob } from "../../batch-runner/dry-run-policy/logprobs.ts";
-import { loadQwen3 } from "../../batch-runner/dry-run-policy/qwen3.ts";
-import { ChatCompletionRequestSchema } from "../../batch-runner/dry-run-policy/request-schema.ts";
-import type { OpenAIChatMessageLike } from "../../batch-runner/dry-run-policy/template-messages.ts";
+import { assistantText, parseAssistantOutput } from "../../dry-run-policy/assistant-text.ts";
+import { generate, streamTexts } from "../../dry-run-policy/generate.ts";
+import { dryRunLogprob } from "../../dry-run-policy/logprobs.ts";
+import { ChatCompletionRequestSchema } from "../../dry-run-policy/request-schema.ts";
+import { loadQwen3 } from "../../shared/node/qwen3/qwen3.ts";
+import type { OpenAIChatMessageLike } from "../../shared/node/qwen3/template-messages.ts";
 import { scriptMessage } from "../support/policy.ts";
 
 const q = loadQwen3();

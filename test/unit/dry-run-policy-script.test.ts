@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { NO_SCRIPT_TEXT, planTurn, SCRIPT_DONE_TEXT } from "../../batch-runner/dry-run-policy/plan-turn.ts";
-import { findScriptBlock, parseScript, scriptTurns } from "../../batch-runner/dry-run-policy/script.ts";
-import { commandProperty, findShellTool, shellCall } from "../../batch-runner/dry-run-policy/shell-tool.ts";
+import { NO_SCRIPT_TEXT, planTurn, SCRIPT_DONE_TEXT } from "../../dry-run-policy/plan-turn.ts";
+import { findScriptBlock, parseScript, scriptTurns } from "../../dry-run-policy/script.ts";
+import { commandProperty, findShellTool, shellCall } from "../../dry-run-policy/shell-tool.ts";
 import { scriptMessage } from "../support/policy.ts";
 
 const EXAMPLE = [

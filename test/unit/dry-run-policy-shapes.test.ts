@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { createPolicyApp } from "../../batch-runner/dry-run-policy/app.ts";
-import { loadQwen3 } from "../../batch-runner/dry-run-policy/qwen3.ts";
-import type { PolicyShape } from "../../batch-runner/dry-run-policy/shapes.ts";
+import { createPolicyApp } from "../../dry-run-policy/app.ts";
+import type { PolicyShape } from "../../dry-run-policy/shapes.ts";
+import { loadQwen3 } from "../../shared/node/qwen3/qwen3.ts";
 
 /**
  * The dry-run policy in SGLang's layouts: each id field appears exactly where that release puts

@@ -1,10 +1,10 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { generate } from "../../batch-runner/dry-run-policy/generate.ts";
-import { loadQwen3 } from "../../batch-runner/dry-run-policy/qwen3.ts";
-import { ChatCompletionRequestSchema } from "../../batch-runner/dry-run-policy/request-schema.ts";
-import { chatCompletionBody } from "../../batch-runner/dry-run-policy/response.ts";
-import { chatCompletionChunks } from "../../batch-runner/dry-run-policy/stream.ts";
+import { generate } from "../../dry-run-policy/generate.ts";
+import { ChatCompletionRequestSchema } from "../../dry-run-policy/request-schema.ts";
+import { chatCompletionBody } from "../../dry-run-policy/response.ts";
+import { chatCompletionChunks } from "../../dry-run-policy/stream.ts";
+import { loadQwen3 } from "../../shared/node/qwen3/qwen3.ts";
 import { scriptMessage } from "../support/policy.ts";
 
 const q = loadQwen3();

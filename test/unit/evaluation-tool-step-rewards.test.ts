@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { loadQwen3 } from "../../batch-runner/dry-run-policy/qwen3.ts";
 import { mergeRewards } from "../../batch-runner/evaluation/merge-rewards.ts";
 import { toolStepRewards } from "../../batch-runner/evaluation/tool-step-rewards.ts";
+import { loadQwen3 } from "../../shared/node/qwen3/qwen3.ts";
 import { Trace, type Trajectory } from "../../shared/schemas/trajectory.ts";
 
 const qwen = loadQwen3();

@@ -4,10 +4,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadQwen3 } from "../../batch-runner/dry-run-policy/qwen3.ts";
-import { type AtifTrajectory, toAtif } from "../../batch-runner/export/atif.ts";
-import { loadInspectable } from "../../batch-runner/inspect/load-inspectable.ts";
 import type { ShardRow } from "../../batch-runner/shards/shard-rows.ts";
+import { type AtifTrajectory, toAtif } from "../../export/atif.ts";
+import { loadInspectable } from "../../inspect/load-inspectable.ts";
+import { loadQwen3 } from "../../shared/node/qwen3/qwen3.ts";
 import { harborPython } from "../support/harbor-venv.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));

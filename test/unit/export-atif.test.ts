@@ -5,9 +5,9 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { maskRuns, toAtif } from "../../batch-runner/export/atif.ts";
 import { encodeShardJsonl } from "../../batch-runner/shards/jsonl.ts";
 import { shardRows } from "../../batch-runner/shards/shard-rows.ts";
+import { maskRuns, toAtif } from "../../export/atif.ts";
 import { capture, IM_END } from "../support/reconstruction-captures.ts";
 import { sessionResult } from "../support/reconstruction-results.ts";
 

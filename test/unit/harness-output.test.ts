@@ -2,8 +2,8 @@ import { mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { makeDir } from "../../batch-runner/make-dir.ts";
 import { failureDetail, firstErrorLine, OutputCapture } from "../../batch-runner/pipeline/harness-output.ts";
+import { makeDir } from "../../cli/make-dir.ts";
 
 const NODE_CRASH = `node:internal/modules/esm/resolve:873
   throw new ERR_MODULE_NOT_FOUND(packageName, fileURLToPath(base), null);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { renderCommand } from "../../batch-runner/harness/shell.ts";
 import { MemoryQueue } from "../../batch-runner/queue/memory-queue.ts";
-import { shellQuote } from "../../batch-runner/shell-quote.ts";
+import { shellQuote } from "../../batch-runner/runtime/shell-quote.ts";
 import { parseTasksJsonl, submitTasks, TaskConflictError } from "../../batch-runner/submit.ts";
 import { isValidId } from "../../shared/ids.ts";
 import { keys } from "../../shared/keys.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { weakSigningKeyWarning } from "../../batch-runner/cli/flags.ts";
+import { weakSigningKeyWarning } from "../../cli/flags.ts";
 import { createProxyApp } from "../../proxy-worker/app.ts";
 import type { ProxyDeps } from "../../proxy-worker/deps.ts";
 import { mintSessionToken } from "../../shared/session-token.ts";

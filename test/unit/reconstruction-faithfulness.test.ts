@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { loadQwen3 } from "../../batch-runner/dry-run-policy/qwen3.ts";
 import { buildTrajectory } from "../../batch-runner/reconstruction/build-session.ts";
 import { BuilderConfigError, CaptureGapError } from "../../batch-runner/reconstruction/builder.ts";
 import { checkInvariants, InvariantViolation } from "../../batch-runner/reconstruction/invariants.ts";
@@ -8,6 +7,7 @@ import { prefixMergingBuilder } from "../../batch-runner/reconstruction/prefix-m
 import { reconstructTask } from "../../batch-runner/reconstruction/reconstruct-task.ts";
 import { encodeCapture } from "../../shared/capture-codec.ts";
 import { keys } from "../../shared/keys.ts";
+import { loadQwen3 } from "../../shared/node/qwen3/qwen3.ts";
 import type { CaptureRecord } from "../../shared/schemas/capture.ts";
 import { Trajectory } from "../../shared/schemas/trajectory.ts";
 import { MemoryStore } from "../../shared/store/memory-store.ts";

@@ -1,9 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  AcceptExpressionError,
-  compileAccept,
-  parseAcceptExpression,
-} from "../../batch-runner/sft/accept-expression.ts";
+import { AcceptExpressionError, compileAccept, parseAcceptExpression } from "../../sft/accept-expression.ts";
 
 const facts = {
   reward: 1,

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type EncodeAnswer, loadAnswerEncoder } from "../../batch-runner/sft/provider-answer.ts";
-import { chatRecord, isTrainable, tokenRecord } from "../../batch-runner/sft/sft-records.ts";
+import { type EncodeAnswer, loadAnswerEncoder } from "../../sft/provider-answer.ts";
+import { chatRecord, isTrainable, tokenRecord } from "../../sft/sft-records.ts";
 import type { CaptureRecord, Provider } from "../../shared/schemas/capture.ts";
 import { type SessionResult, Trace } from "../../shared/schemas/trajectory.ts";
 

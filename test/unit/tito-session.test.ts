@@ -1,10 +1,10 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createPolicyApp } from "../../batch-runner/dry-run-policy/app.ts";
 import { buildTrajectory } from "../../batch-runner/reconstruction/build-session.ts";
 import { InvariantViolation } from "../../batch-runner/reconstruction/invariants.ts";
 import { checkSplicedParents } from "../../batch-runner/reconstruction/spliced-parents.ts";
+import { createPolicyApp } from "../../dry-run-policy/app.ts";
 import { startNodeProxy } from "../../proxy-worker/node.ts";
 import type { CaptureRecord } from "../../shared/schemas/capture.ts";
 import { mintSessionToken } from "../../shared/session-token.ts";

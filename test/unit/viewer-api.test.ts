@@ -1,9 +1,9 @@
 import { Hono } from "hono";
 import { beforeAll, describe, expect, it } from "vitest";
-import { loadQwen3 } from "../../batch-runner/dry-run-policy/qwen3.ts";
-import { qwen3ChatTokenIds, segmentChat } from "../../batch-runner/inspect/chat-segments.ts";
-import { tokenTexts } from "../../batch-runner/inspect/token-texts.ts";
 import { keys } from "../../shared/keys.ts";
+import { qwen3ChatTokenIds, segmentChat } from "../../shared/node/qwen3/chat-segments.ts";
+import { loadQwen3 } from "../../shared/node/qwen3/qwen3.ts";
+import { tokenTexts } from "../../shared/node/qwen3/token-texts.ts";
 import { MemoryStore } from "../../shared/store/memory-store.ts";
 import { createViewerApp } from "../../viewer/server/app.ts";
 import { mountViewer } from "../../viewer/server/mount.ts";

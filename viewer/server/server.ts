@@ -1,6 +1,6 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
-import { qwen3ChatTokenIds } from "../../batch-runner/inspect/chat-segments.ts";
+import { qwen3ChatTokenIds } from "../../shared/node/qwen3/chat-segments.ts";
 import type { ObjectStore } from "../../shared/store/object-store.ts";
 import { createViewerApp } from "./app.ts";
 import type { TokenDecoder } from "./trace-payload.ts";
@@ -12,7 +12,7 @@ export interface ViewerServer {
 
 /** The Qwen3 tokenizer the project ships, as the viewer uses it. */
 export async function qwen3Decoder(): Promise<TokenDecoder> {
-  const { loadQwen3 } = await import("../../batch-runner/dry-run-policy/qwen3.ts");
+  const { loadQwen3 } = await import("../../shared/node/qwen3/qwen3.ts");
   const q = loadQwen3();
   return { tokenBytes: (id) => q.tokenBytes(id), chatIds: qwen3ChatTokenIds(q), standalone: new Map() };
 }

@@ -1,10 +1,5 @@
 import { createHash } from "node:crypto";
-import {
-  type StatsExtras,
-  statsExtras,
-  type TraceExtras,
-  traceExtras,
-} from "../../batch-runner/inspect/trace-extras.ts";
+import { type StatsExtras, statsExtras, type TraceExtras, traceExtras } from "../../inspect/trace-extras.ts";
 import { decodeCapture } from "../../shared/capture-codec.ts";
 import { keys } from "../../shared/keys.ts";
 import { SessionResult } from "../../shared/schemas/trajectory.ts";

@@ -1,6 +1,6 @@
-import { type ChatTokenIds, type Segment, segmentChat } from "../../batch-runner/inspect/chat-segments.ts";
-import { tokenTexts } from "../../batch-runner/inspect/token-texts.ts";
-import type { TraceExtras } from "../../batch-runner/inspect/trace-extras.ts";
+import type { TraceExtras } from "../../inspect/trace-extras.ts";
+import { type ChatTokenIds, type Segment, segmentChat } from "../../shared/node/qwen3/chat-segments.ts";
+import { tokenTexts } from "../../shared/node/qwen3/token-texts.ts";
 import type { LoadedResult } from "./store-view.ts";
 
 /** What the viewer needs from the tokenizer. */

@@ -1,0 +1,92 @@
+import { type Command, UsageError } from "../command.ts";
+import { engineFlag, intFlag, numberFlag, parseFlags, untilSignal, upstreamFlag } from "../flags.ts";
+
+const usage = `Usage: polar serve [--upstream URL] [--engine vllm|sglang] [--port 8787] [--host 127.0.0.1]
+                   [--out DIR] [--control-token T] [--run N] [--log-requests] [--allow-unsandboxed]
+
+The task control API locally, in one command: the proxy with POST/GET/DELETE /v1/tasks and
+/openapi.json, an in-memory queue, a directory store under DIR/store and a batch runner in this
+process. Without --upstream the dry-run policy is started (no GPU needed). Shards are handed out
+as signed local download URLs, as an S3 store would presign them. Then, from another shell:
+
+  node examples/trainer-submit.ts --proxy http://127.0.0.1:8787 --control-token T
+
+  --upstream URL     an inference server (vLLM/SGLang) root; checked before starting
+  --engine           vllm (default) or sglang
+  --port, --host     where the proxy listens (default 127.0.0.1:8787)
+  --out DIR          output directory (default .polar/serve; the store is DIR/store)
+  --control-token T  the control API's bearer token (or POLAR_CONTROL_TOKEN; random if neither, printed)
+  --run N            concurrent harness runs (default 4)
+  --log-requests     one line per proxy call: method, path, provider, session, status, ms
+  --allow-unsandboxed  without a working bwrap, run sessions unsandboxed on this host as this
+                     user (otherwise serve refuses to start); also allows runtime.backend process
+
+Jobs live in this process: queued sessions are lost when it stops (results already written stay,
+and resubmitting reruns only the sessions without one). For a fleet use \`polar proxy
+--jobs-queue SQS_URL\` with \`polar runner\` (docs/control-api.md).`;
+
+const command: Command = {
+  summary: "the task control API locally: proxy + in-memory queue + directory store + runner",
+  usage,
+  async run(argv) {
+    const { values, positionals } = parseFlags({
+      args: argv,
+      options: {
+        upstream: { type: "string" },
+        engine: { type: "string" },
+        port: { type: "string" },
+        host: { type: "string" },
+        out: { type: "string" },
+        "control-token": { type: "string" },
+        run: { type: "string" },
+        "log-requests": { type: "boolean" },
+        "allow-unsandboxed": { type: "boolean" },
+      },
+      strict: true,
+      allowPositionals: true,
+    });
+    if (positionals.length)
+      throw new UsageError(`takes no positional arguments, got ${positionals.join(" ")}`);
+    const givenToken = values["control-token"] || process.env.POLAR_CONTROL_TOKEN || undefined;
+    const [{ startLocalControl }, { viewerRoutes }] = await Promise.all([
+      import("../local-control.ts"),
+      import("../../viewer/server/control-mount.ts"),
+    ]);
+    let local: Awaited<ReturnType<typeof startLocalControl>>;
+    try {
+      local = await startLocalControl({
+        upstream: upstreamFlag(values.upstream),
+        engine: engineFlag(values.engine),
+        port: numberFlag("port", values.port, 8787, 0, 65535),
+        host: values.host,
+        outDir: values.out,
+        controlToken: givenToken,
+        run: intFlag("run", values.run, 4, 1, 1024),
+        logRequests: values["log-requests"] === true,
+        allowUnsandboxed: values["allow-unsandboxed"] === true,
+        routes: viewerRoutes,
+      });
+    } catch (err) {
+      if (err instanceof UsageError) throw err;
+      console.error(`polar serve: ${(err as Error).message}`);
+      return 1;
+    }
+    console.log(`polar serve: control API and proxy on ${local.url}; store ${local.storeDir}`);
+    console.log(`polar serve: viewer at ${local.url}/viewer/ (same control token)`);
+    // A token the user chose is theirs to know; a generated one must be shown to be usable.
+    const token = givenToken ? "$POLAR_CONTROL_TOKEN" : local.controlToken;
+    if (!givenToken)
+      console.log(
+        `polar serve: control token ${local.controlToken} (generated; set POLAR_CONTROL_TOKEN to choose it)`,
+      );
+    console.log(
+      `polar serve: try \`node examples/trainer-submit.ts --proxy ${local.url} --control-token ${token}\``,
+    );
+    await untilSignal();
+    console.error("polar serve: stopping");
+    await local.close();
+    return 0;
+  },
+};
+
+export default command;

@@ -1,0 +1,132 @@
+import { type ParseArgsConfig, parseArgs } from "node:util";
+import { ENGINES, type EngineName, isEngineName } from "../shared/engines.ts";
+import { openStore, StoreSpecError } from "../shared/node/open-store.ts";
+import type { ObjectStore } from "../shared/store/object-store.ts";
+import { UsageError } from "./command.ts";
+
+/**
+ * Flag handling every `polar` command shares (reading a TASKS.jsonl file is in tasks-file.ts).
+ * Every bad flag is a UsageError, so main.ts prints it with the usage text and exits 2. Only the
+ * CLI raises usage errors: the modules it drives (runner, embedded run, sft) throw plain errors.
+ */
+
+/** `parseArgs`, with its complaints (unknown flag, missing value) turned into usage errors. */
+export function parseFlags<T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> {
+  try {
+    return parseArgs(config);
+  } catch (err) {
+    throw new UsageError(err instanceof Error ? err.message : String(err));
+  }
+}
+
+/** An optional `--upstream`: an inference server root, http(s) only. */
+export function upstreamFlag(value: string | undefined): string | undefined {
+  if (value !== undefined && !/^https?:\/\/[^/]/.test(value)) {
+    throw new UsageError(`--upstream must be an http(s) URL, got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+/** `--engine` for the commands that start their own proxy (`run`, `sft`); vllm when absent. */
+export function engineFlag(value: string | undefined): EngineName {
+  const engine = value ?? "vllm";
+  if (!isEngineName(engine)) {
+    throw new UsageError(`--engine must be ${ENGINES.join(" or ")}, got ${engine}`);
+  }
+  return engine;
+}
+
+/** How often a server checks that the process that started it is still there. */
+const PARENT_POLL_MS = 500;
+
+/**
+ * Resolves on the first SIGINT or SIGTERM, or once the process that started this one is gone: how
+ * the long-running servers (`policy`, `proxy`, `serve`, `view`) wait. `npx polar view &` then
+ * `kill $!` kills npm, which passes no signal on: the server would keep its port forever. An
+ * orphan is re-parented (to init or a subreaper), so a changed parent pid means "stop".
+ */
+export function untilSignal(parentPid = process.ppid): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const watch =
+      parentPid > 1
+        ? setInterval(() => {
+            if (process.ppid !== parentPid) stop();
+          }, PARENT_POLL_MS).unref()
+        : undefined;
+    const stop = () => {
+      clearInterval(watch);
+      process.off("SIGINT", stop);
+      process.off("SIGTERM", stop);
+      resolve();
+    };
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
+  });
+}
+
+/** Parses an integer flag in [min, max]; absent -> fallback. */
+export function intFlag(
+  flag: string,
+  value: string | undefined,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new UsageError(`--${flag} expects an integer in ${min}..${max}, got ${JSON.stringify(value)}`);
+  }
+  return n;
+}
+
+export function numberFlag(
+  flag: string,
+  value: string | undefined,
+  fallback: number,
+  min: number,
+  max: number,
+) {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < min || n > max) {
+    throw new UsageError(`--${flag} expects a number in ${min}..${max}, got ${JSON.stringify(value)}`);
+  }
+  return n;
+}
+
+/** `memory` or an http(s) SQS queue URL. */
+export function queueFlag(flag: string, value: string | undefined, required: boolean): string | undefined {
+  if (value === undefined) {
+    if (required) throw new UsageError(`--${flag} is required: "memory" or an SQS queue URL`);
+    return undefined;
+  }
+  if (value !== "memory" && !/^https?:\/\/[^/]+\/./.test(value)) {
+    throw new UsageError(
+      `--${flag} expects "memory" or an SQS queue URL (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME), got ${JSON.stringify(value)}`,
+    );
+  }
+  return value;
+}
+
+/** `--store DIR|file://...|s3://bucket/prefix` (or another flag naming a store), opened. */
+export async function storeFlag(spec: string, flag = "store"): Promise<ObjectStore> {
+  try {
+    return openStore(spec);
+  } catch (err) {
+    if (err instanceof StoreSpecError) throw new UsageError(`--${flag}: ${err.message}`);
+    throw err;
+  }
+}
+
+/** HMAC keys shorter than this are guessable; `openssl rand -hex 32` gives 64 characters. */
+export const MIN_SIGNING_KEY_CHARS = 32;
+
+/** A warning for a short POLAR_SIGNING_KEY (null when it is long enough). */
+export function weakSigningKeyWarning(key: string | null | undefined): string | null {
+  if (!key || key.length >= MIN_SIGNING_KEY_CHARS) return null;
+  return (
+    `warning: POLAR_SIGNING_KEY is ${key.length} characters; anyone who guesses it can mint session ` +
+    `tokens. Use at least ${MIN_SIGNING_KEY_CHARS} random characters, e.g. \`export POLAR_SIGNING_KEY=$(openssl rand -hex 32)\``
+  );
+}

@@ -1,0 +1,117 @@
+import { randomBytes } from "node:crypto";
+import { join, resolve } from "node:path";
+import type { Hono } from "hono";
+import { MemoryQueue } from "../batch-runner/queue/memory-queue.ts";
+import { startRunner } from "../batch-runner/runner.ts";
+import { RUNNER_DEFAULTS } from "../batch-runner/runner-defaults.ts";
+import type { EngineName } from "../shared/engines.ts";
+import { openStore } from "../shared/node/open-store.ts";
+import type { SessionResult } from "../shared/schemas/trajectory.ts";
+import type { ObjectStore } from "../shared/store/object-store.ts";
+import { startLocalDownloads } from "./local-downloads.ts";
+import { makeDir } from "./make-dir.ts";
+import { checkUpstream } from "./upstream-preflight.ts";
+
+export interface LocalControlOptions {
+  /** An inference server; without it the dry-run policy is started. */
+  upstream?: string;
+  engine?: EngineName;
+  /** Default `.polar/serve`; the store is `<out>/store`. */
+  outDir?: string;
+  host?: string;
+  /** The proxy's port (default 8787; 0 picks a free one). */
+  port?: number;
+  /** The control API's credential; random when not given (printed by `polar serve`). */
+  controlToken?: string;
+  run?: number;
+  maxReceives?: number;
+  logRequests?: boolean;
+  /** Sessions may run unsandboxed (no working bwrap, or runtime.backend process). */
+  allowUnsandboxed?: boolean;
+  log?: (line: string) => void;
+  onResult?: (result: SessionResult) => void;
+  /**
+   * Routes mounted beside the control API, given the store and the control token (`polar serve`
+   * hands in the viewer at `/viewer`); the stack itself knows nothing of what reads its store.
+   */
+  routes?: (store: ObjectStore, controlToken: string) => Promise<(app: Hono) => void>;
+}
+
+export interface LocalControl {
+  /** The proxy: provider endpoints and the control API (`/v1/tasks`). */
+  url: string;
+  controlToken: string;
+  storeDir: string;
+  close(): Promise<void>;
+}
+
+/**
+ * `polar serve`: the control API with nothing to set up. The proxy with `/v1/tasks` on, an
+ * in-memory queue, a directory store, a runner in this process consuming that queue, and signed
+ * local download URLs for the shards, so a trainer's HTTP client (examples/trainer-submit.ts)
+ * works against one command. The queue lives as long as the process: for a fleet, use SQS.
+ */
+export async function startLocalControl(opts: LocalControlOptions = {}): Promise<LocalControl> {
+  const log = opts.log ?? ((line: string) => console.error(line));
+  if (opts.upstream) await checkUpstream(opts.upstream);
+  const storeDir = join(resolve(opts.outDir ?? ".polar/serve"), "store");
+  await makeDir(storeDir);
+  const store = openStore(storeDir);
+  const signingKey = randomBytes(32).toString("hex");
+  const controlToken = opts.controlToken ?? randomBytes(16).toString("hex");
+  const maxReceives = opts.maxReceives ?? RUNNER_DEFAULTS.maxReceives;
+  const deadLetter = new MemoryQueue({ url: "memory://dead-letter" });
+  const queue = new MemoryQueue({ url: "memory://sessions", maxReceiveCount: maxReceives, deadLetter });
+  const closers: Array<() => Promise<void>> = [];
+  const close = async () => {
+    for (const c of closers) await c().catch((err) => log(`shutdown: ${(err as Error).message}`));
+  };
+  try {
+    let upstream = opts.upstream;
+    if (!upstream) {
+      const { startPolicyServer } = await import("../dry-run-policy/server.ts");
+      const policy = await startPolicyServer({ host: "127.0.0.1", port: 0 });
+      closers.unshift(() => policy.close());
+      upstream = policy.url;
+      log(`dry-run policy at ${policy.url}`);
+    }
+    const downloads = await startLocalDownloads(store);
+    closers.unshift(() => downloads.close());
+    const { startNodeProxy } = await import("../proxy-worker/node.ts");
+    const proxy = await startNodeProxy({
+      upstreamUrl: upstream,
+      engine: opts.engine,
+      store,
+      auth: "token",
+      signingKey,
+      host: opts.host ?? "127.0.0.1",
+      port: opts.port ?? 8787,
+      logRequests: opts.logRequests,
+      log: (m) => log(`[proxy] ${m}`),
+      control: { jobs: queue, controlToken, presignGet: downloads.presignGet },
+      extraRoutes: await opts.routes?.(store, controlToken),
+    });
+    closers.unshift(() => proxy.close());
+    const runner = await startRunner({
+      queue,
+      store,
+      proxyUrl: proxy.url,
+      signingKey,
+      run: opts.run,
+      maxReceives,
+      waitSeconds: 1,
+      allowUnsandboxed: opts.allowUnsandboxed,
+      log: (line) => log(`[runner] ${line}`),
+      onResult: (r) => {
+        const why = r.status === "ERROR" && r.error ? `: ${r.error.split("\n", 1)[0]}` : "";
+        log(`session ${r.session_id}: ${r.status}${r.reward === null ? "" : `, reward ${r.reward}`}${why}`);
+        opts.onResult?.(r);
+      },
+    });
+    closers.unshift(() => runner.stop(0));
+    return { url: proxy.url, controlToken, storeDir, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
