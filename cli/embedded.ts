@@ -10,7 +10,7 @@ import type { TaskRequest } from "../shared/schemas/task.ts";
 import type { SessionResult } from "../shared/schemas/trajectory.ts";
 import { makeDir } from "./make-dir.ts";
 import { Progress, type ProgressStream } from "./progress.ts";
-import { summarizeTask, type TaskSummary } from "./run-summary.ts";
+import { summarizeTask, type TaskSummary } from "./task-summary.ts";
 import { checkUpstream } from "./upstream-preflight.ts";
 
 export interface EmbeddedOptions {

@@ -7,7 +7,7 @@ import {
 import { type Command, UsageError } from "../command.ts";
 import { RunSetupError, runEmbedded } from "../embedded.ts";
 import { engineFlag, intFlag, parseFlags, upstreamFlag } from "../flags.ts";
-import { summaryTable } from "../run-summary.ts";
+import { summaryTable } from "../task-summary.ts";
 import { readTasksFile } from "../tasks-file.ts";
 
 const usage = `Usage: polar run TASKS.jsonl [--upstream URL] [--engine vllm|sglang] [--out DIR]
