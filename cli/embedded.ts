@@ -1,6 +1,5 @@
 import { randomBytes } from "node:crypto";
 import { join, resolve } from "node:path";
-import { MemoryQueue } from "../batch-runner/queue/memory-queue.ts";
 import { startRunner } from "../batch-runner/runner.ts";
 import { EMBEDDED_RUNNER_DEFAULTS } from "../batch-runner/runner-defaults.ts";
 import { submitTasks } from "../batch-runner/submit.ts";
@@ -8,6 +7,7 @@ import type { EngineName } from "../shared/engines.ts";
 import { openStore } from "../shared/node/open-store.ts";
 import type { TaskRequest } from "../shared/schemas/task.ts";
 import type { SessionResult } from "../shared/schemas/trajectory.ts";
+import { localQueue, upstreamOrPolicy } from "./local-stack.ts";
 import { makeDir } from "./make-dir.ts";
 import { Progress, type ProgressStream } from "./progress.ts";
 import { summarizeTask, type TaskSummary } from "./task-summary.ts";
@@ -70,8 +70,7 @@ export async function runEmbedded(opts: EmbeddedOptions): Promise<EmbeddedResult
   const signingKey = randomBytes(32).toString("hex");
 
   const maxReceives = opts.maxReceives ?? EMBEDDED_RUNNER_DEFAULTS.maxReceives;
-  const deadLetter = new MemoryQueue({ url: "memory://dead-letter" });
-  const queue = new MemoryQueue({ url: "memory://sessions", maxReceiveCount: maxReceives, deadLetter });
+  const queue = localQueue(maxReceives);
   const submitted = await submitTasks(store, queue, opts.tasks);
   const total = submitted.enqueued;
   if (submitted.skipped)
@@ -86,14 +85,7 @@ export async function runEmbedded(opts: EmbeddedOptions): Promise<EmbeddedResult
 
   const closers: Array<() => Promise<void>> = [];
   try {
-    let upstream = opts.upstream;
-    if (!upstream) {
-      const { startPolicyServer } = await import("../dry-run-policy/server.ts");
-      const policy = await startPolicyServer({ host: "127.0.0.1", port: 0 });
-      closers.unshift(() => policy.close());
-      upstream = policy.url;
-      log(`dry-run policy at ${policy.url}`);
-    }
+    const upstream = await upstreamOrPolicy(opts.upstream, closers, log);
     const { startNodeProxy } = await import("../proxy-worker/node.ts");
     const proxy = await startNodeProxy({
       upstreamUrl: upstream,

@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { join, resolve } from "node:path";
 import type { Hono } from "hono";
-import { MemoryQueue } from "../batch-runner/queue/memory-queue.ts";
 import { startRunner } from "../batch-runner/runner.ts";
 import { RUNNER_DEFAULTS } from "../batch-runner/runner-defaults.ts";
 import type { EngineName } from "../shared/engines.ts";
@@ -9,6 +8,7 @@ import { openStore } from "../shared/node/open-store.ts";
 import type { SessionResult } from "../shared/schemas/trajectory.ts";
 import type { ObjectStore } from "../shared/store/object-store.ts";
 import { startLocalDownloads } from "./local-downloads.ts";
+import { localQueue, upstreamOrPolicy } from "./local-stack.ts";
 import { makeDir } from "./make-dir.ts";
 import { checkUpstream } from "./upstream-preflight.ts";
 
@@ -60,21 +60,13 @@ export async function startLocalControl(opts: LocalControlOptions = {}): Promise
   const signingKey = randomBytes(32).toString("hex");
   const controlToken = opts.controlToken ?? randomBytes(16).toString("hex");
   const maxReceives = opts.maxReceives ?? RUNNER_DEFAULTS.maxReceives;
-  const deadLetter = new MemoryQueue({ url: "memory://dead-letter" });
-  const queue = new MemoryQueue({ url: "memory://sessions", maxReceiveCount: maxReceives, deadLetter });
+  const queue = localQueue(maxReceives);
   const closers: Array<() => Promise<void>> = [];
   const close = async () => {
     for (const c of closers) await c().catch((err) => log(`shutdown: ${(err as Error).message}`));
   };
   try {
-    let upstream = opts.upstream;
-    if (!upstream) {
-      const { startPolicyServer } = await import("../dry-run-policy/server.ts");
-      const policy = await startPolicyServer({ host: "127.0.0.1", port: 0 });
-      closers.unshift(() => policy.close());
-      upstream = policy.url;
-      log(`dry-run policy at ${policy.url}`);
-    }
+    const upstream = await upstreamOrPolicy(opts.upstream, closers, log);
     const downloads = await startLocalDownloads(store);
     closers.unshift(() => downloads.close());
     const { startNodeProxy } = await import("../proxy-worker/node.ts");
