@@ -3,6 +3,7 @@ import { lstat, mkdir, mkdtemp, open, readdir, readlink, realpath, rm } from "no
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { Runtime } from "../runtime/runtime.ts";
+import type { Evaluation, EvaluationContext } from "./evaluator.ts";
 
 /** The judge's copy of the agent's outputs is bounded: a work dir past this is refused, not judged. */
 export const MAX_OUTPUT_BYTES = 256 * 1024 * 1024;
@@ -18,6 +19,32 @@ export interface CopiedOutputs {
 
 /** The agent's outputs exceed the caps above: the judge does not run (reward 0, reason said). */
 export class OutputsTooLarge extends Error {}
+
+/**
+ * The judging an evaluator does in a fresh runtime: the agent's `outputs` copied in, `judge` run
+ * there, the runtime stopped after. Outputs past the caps score 0 without judging, with `refused`'s
+ * metadata for the reason.
+ */
+export async function judgeInFreshRuntime(
+  ctx: EvaluationContext,
+  outputs: readonly string[],
+  refused: (reason: string) => Record<string, unknown>,
+  judge: (fresh: Runtime, copied: CopiedOutputs) => Promise<Evaluation>,
+): Promise<Evaluation> {
+  const fresh = await ctx.freshRuntime();
+  try {
+    let copied: CopiedOutputs;
+    try {
+      copied = await copyAgentOutputs(ctx.runtime, fresh, outputs);
+    } catch (err) {
+      if (!(err instanceof OutputsTooLarge)) throw err;
+      return { outcome_reward: 0, metadata: refused(`the agent's outputs are ${err.message}`) };
+    }
+    return await judge(fresh, copied);
+  } finally {
+    await fresh.stop().catch(() => {});
+  }
+}
 
 /**
  * Copies the declared `outputs` (paths relative to the agent's work dir) into the judge's runtime at

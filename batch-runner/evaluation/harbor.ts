@@ -4,7 +4,7 @@ import { judgeDirs, rewritePaths } from "../harbor/harbor-paths.ts";
 import { HarborRewardError, parseHarborReward } from "../harbor/harbor-reward.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import { shellQuote } from "../runtime/shell-quote.ts";
-import { copyAgentOutputs, OutputsTooLarge } from "./agent-outputs.ts";
+import { judgeInFreshRuntime } from "./agent-outputs.ts";
 import type { Evaluation, EvaluationContext, Evaluator } from "./evaluator.ts";
 import { commandTimeoutMs, parseEvaluatorConfig, tail } from "./evaluator-config.ts";
 import { copyEvaluatorFiles } from "./evaluator-files.ts";
@@ -25,22 +25,12 @@ export const harbor: Evaluator = {
   needsFreshRuntime: true,
   async evaluate(_trajectory: Trajectory, ctx: EvaluationContext): Promise<Evaluation> {
     const cfg = parseEvaluatorConfig("harbor", HarborConfig, ctx.config);
-    const fresh = await ctx.freshRuntime();
-    try {
-      let outputs: Awaited<ReturnType<typeof copyAgentOutputs>>;
-      try {
-        outputs = await copyAgentOutputs(ctx.runtime, fresh, cfg.outputs);
-      } catch (err) {
-        if (!(err instanceof OutputsTooLarge)) throw err;
-        return {
-          outcome_reward: 0,
-          metadata: { stage: "outputs", reason: `the agent's outputs are ${err.message}` },
-        };
-      }
-      return await runTests(fresh, cfg, ctx, outputs);
-    } finally {
-      await fresh.stop().catch(() => {});
-    }
+    return judgeInFreshRuntime(
+      ctx,
+      cfg.outputs,
+      (reason) => ({ stage: "outputs", reason }),
+      (fresh, outputs) => runTests(fresh, cfg, ctx, outputs),
+    );
   },
 };
 

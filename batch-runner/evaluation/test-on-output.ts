@@ -2,7 +2,7 @@ import { TestOnOutputConfig } from "../../shared/schemas/task-settings.ts";
 import type { Trajectory } from "../../shared/schemas/trajectory.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import { MAX_OUTPUT_CHARS } from "../runtime/spawn-group.ts";
-import { copyAgentOutputs, OutputsTooLarge } from "./agent-outputs.ts";
+import { judgeInFreshRuntime } from "./agent-outputs.ts";
 import type { Evaluation, EvaluationContext, Evaluator } from "./evaluator.ts";
 import { commandTimeoutMs, parseEvaluatorConfig, tail } from "./evaluator-config.ts";
 import { copyEvaluatorFiles } from "./evaluator-files.ts";
@@ -33,30 +33,17 @@ export const testOnOutput: Evaluator = {
 
 async function outcomeOf(cfg: TestOnOutputConfig, ctx: EvaluationContext): Promise<Evaluation> {
   if (cfg.trust_agent_runtime) return judge(ctx.runtime, cfg, ctx, { runtime: "agent" });
-  const fresh = await ctx.freshRuntime();
-  try {
-    let outputs: Awaited<ReturnType<typeof copyAgentOutputs>>;
-    try {
-      outputs = await copyAgentOutputs(ctx.runtime, fresh, cfg.outputs);
-    } catch (err) {
-      if (!(err instanceof OutputsTooLarge)) throw err;
-      return {
-        outcome_reward: 0,
-        metadata: {
-          command: cfg.command,
-          mode: "outputs",
-          reason: `the agent's outputs are ${err.message}`,
-        },
-      };
-    }
-    return await judge(fresh, cfg, ctx, {
-      runtime: "fresh",
-      outputs: outputs.copied,
-      ...(outputs.skipped.length ? { outputs_skipped: outputs.skipped.slice(0, 50) } : {}),
-    });
-  } finally {
-    await fresh.stop().catch(() => {});
-  }
+  return judgeInFreshRuntime(
+    ctx,
+    cfg.outputs,
+    (reason) => ({ command: cfg.command, mode: "outputs", reason }),
+    (fresh, outputs) =>
+      judge(fresh, cfg, ctx, {
+        runtime: "fresh",
+        outputs: outputs.copied,
+        ...(outputs.skipped.length ? { outputs_skipped: outputs.skipped.slice(0, 50) } : {}),
+      }),
+  );
 }
 
 async function judge(
