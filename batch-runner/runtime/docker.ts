@@ -5,6 +5,7 @@ import {
   requireImage,
   startOrStop,
 } from "./bridged-runtime.ts";
+import { type ContainerEngine, resolveContainerEngine } from "./container-engine.ts";
 import type { WrappedCommand } from "./host-dir-runtime.ts";
 import type { Runtime, RuntimeFactory, RuntimeSpecInput } from "./runtime.ts";
 import { HOST_NODE_DIR, type HostBridge, SANDBOX_BRIDGE_SCRIPT } from "./socket-bridge.ts";
@@ -15,7 +16,7 @@ const IMAGE_REQUIRED = "runtime.image is required for the docker backend (an ima
 
 export interface DockerOptions {
   sessionsRoot?: string;
-  /** `docker`, `podman`, or a stand-in in tests. */
+  /** `docker`, `podman`, or a stand-in in tests; unset: picked by `resolveContainerEngine`. */
   bin?: string;
   /** Host paths bound read-only at the same path (e.g. the harness cache). */
   readOnlyBinds?: string[];
@@ -23,10 +24,11 @@ export interface DockerOptions {
 
 /**
  * A long-lived container per session (`docker run -d ... sleep infinity`), commands via `docker exec`.
- * `--network none`; the proxy is reached through the Unix-socket bridge. Works with podman too.
+ * `--network none`; the proxy is reached through the Unix-socket bridge. Podman runs it too, with
+ * the flags `container-engine.ts` decides for the host.
  */
 export class DockerRuntime extends BridgedRuntime {
-  private readonly bin: string;
+  private readonly engine: ContainerEngine;
   private readonly spec: RuntimeSpecInput;
 
   constructor(
@@ -34,12 +36,17 @@ export class DockerRuntime extends BridgedRuntime {
     dirs: SessionDirs,
     spec: RuntimeSpecInput,
     bridge: HostBridge,
-    opts: DockerOptions,
+    opts: DockerOptions & { engine: ContainerEngine },
   ) {
     requireImage(spec, IMAGE_REQUIRED);
     super(id, dirs, spec, bridge, opts.readOnlyBinds);
     this.spec = spec;
-    this.bin = opts.bin ?? "docker";
+    this.engine = opts.engine;
+  }
+
+  /** The engine's binary and global flags: what every engine command starts with. */
+  private get cli(): string[] {
+    return [this.engine.bin, ...this.engine.globalFlags];
   }
 
   get containerName(): string {
@@ -48,16 +55,18 @@ export class DockerRuntime extends BridgedRuntime {
 
   async start(): Promise<void> {
     const argv = [
-      this.bin,
+      ...this.cli,
       ...dockerRunArgs({
         name: this.containerName,
         dirs: this.dirs,
         spec: this.spec,
         readOnly: this.readOnly,
+        engineFlags: this.engine.runFlags,
       }),
     ];
     const res = await spawnGroup(argv, { env: hostEnv(), cwd: this.dirs.root, timeoutMs: 300_000 });
-    if (res.exitCode !== 0) throw new Error(`${this.bin} run failed (${res.exitCode}): ${res.stderr.trim()}`);
+    if (res.exitCode !== 0)
+      throw new Error(`${this.engine.bin} run failed (${res.exitCode}): ${res.stderr.trim()}`);
   }
 
   protected wrap(argv: string[], cwd: string, env: Record<string, string>): WrappedCommand {
@@ -65,11 +74,11 @@ export class DockerRuntime extends BridgedRuntime {
     const envFlags = Object.keys(env).flatMap((k) => ["-e", k]);
     const inner = this.bridged(argv);
     return {
-      argv: [this.bin, "exec", "-i", "-w", cwd, ...envFlags, this.containerName, ...inner],
+      argv: [...this.cli, "exec", "-i", "-w", cwd, ...envFlags, this.containerName, ...inner],
       env: { ...hostEnv(), ...env },
       // Killing the CLI does not stop what runs in the container: kill everything there but init.
       onKill: async () => {
-        await spawnGroup([this.bin, "exec", this.containerName, "kill", "-9", "-1"], {
+        await spawnGroup([...this.cli, "exec", this.containerName, "kill", "-9", "-1"], {
           env: hostEnv(),
           cwd: "/",
           timeoutMs: 30_000,
@@ -79,7 +88,7 @@ export class DockerRuntime extends BridgedRuntime {
   }
 
   protected override async teardown(): Promise<void> {
-    await spawnGroup([this.bin, "rm", "-f", this.containerName], {
+    await spawnGroup([...this.cli, "rm", "-f", this.containerName], {
       env: hostEnv(),
       cwd: "/",
       timeoutMs: 60_000,
@@ -94,6 +103,8 @@ export function dockerRunArgs(o: {
   dirs: SessionDirs;
   spec: RuntimeSpecInput;
   readOnly?: string[];
+  /** The engine's own `run` flags for this host (container-engine.ts). */
+  engineFlags?: string[];
 }): string[] {
   const { limits } = o.spec;
   const uid = process.getuid?.() ?? 0;
@@ -108,6 +119,7 @@ export function dockerRunArgs(o: {
     "none",
     "--user",
     `${uid}:${gid}`,
+    ...(o.engineFlags ?? []),
     "-v",
     `${o.dirs.workDir}:${o.dirs.workDir}`,
     "-v",
@@ -141,12 +153,16 @@ function hostEnv(): Record<string, string> {
 }
 
 export function dockerRuntimeFactory(opts: DockerOptions = {}): RuntimeFactory {
+  // Resolved at the first docker session, once: a runner that never runs one never probes.
+  let engine: Promise<ContainerEngine> | undefined;
   return {
     backend: "docker",
     async create(spec: RuntimeSpecInput): Promise<Runtime> {
       requireImage(spec, IMAGE_REQUIRED);
+      engine ??= resolveContainerEngine(opts.bin);
+      const resolved = await engine;
       const { id, dirs, bridge } = await prepareBridgedSession(spec, opts.sessionsRoot);
-      return startOrStop(new DockerRuntime(id, dirs, spec, bridge, opts));
+      return startOrStop(new DockerRuntime(id, dirs, spec, bridge, { ...opts, engine: resolved }));
     },
   };
 }
