@@ -13,6 +13,7 @@ import { CLI_PRESETS } from "../../batch-runner/harness/registry.ts";
 import { loadCaptures } from "../../batch-runner/reconstruction/load-captures.ts";
 import { dockerRuntimeFactory } from "../../batch-runner/runtime/docker.ts";
 import type { Runtime } from "../../batch-runner/runtime/runtime.ts";
+import { HOST_NODE_DIR } from "../../batch-runner/runtime/socket-bridge.ts";
 import { keys } from "../../shared/keys.ts";
 import { DirectoryStore } from "../../shared/node/directory-store.ts";
 import type { CaptureRecord } from "../../shared/schemas/capture.ts";
@@ -219,17 +220,23 @@ describe.skipIf(!lane.ok)("the docker runtime on podman", () => {
           expect(dump.stdout).not.toMatch(new RegExp(`^${k}=`, "m"));
         }
         const probe = (path: string) => `test -e ${path} && echo "SEEN ${path}" || echo "ABSENT ${path}"`;
+        // Each is on the host (those that are not are left out): inside, none may be.
         const paths = [
           "/etc/shadow",
           join(ROOT, "package.json"),
           join(b.workDir, "neighbour.txt"),
-          join(root, "sessions"),
+          // The other session's dir (the sessions root itself is there: the mount points' parents).
+          dirname(b.workDir),
           "/home",
           "/var",
           join(process.env.HOME ?? "/root", ".bashrc"),
-        ];
+          // Beside the runner's node dir, which is bound in: its parent is not.
+          join(dirname(HOST_NODE_DIR), ".bin"),
+        ].filter((p) => existsSync(p));
+        expect(paths.length).toBeGreaterThanOrEqual(5);
         const files = await a.exec(["sh", "-c", paths.map(probe).join("; ")]);
-        for (const path of paths) expect(files.stdout).toContain(`ABSENT ${path}`);
+        const lines = files.stdout.trim().split("\n");
+        for (const path of paths) expect(lines).toContain(`ABSENT ${path}`);
       });
     });
   }, 60_000);
