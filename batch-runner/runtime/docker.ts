@@ -76,9 +76,12 @@ export class DockerRuntime extends BridgedRuntime {
     return {
       argv: [...this.cli, "exec", "-i", "-w", cwd, ...envFlags, this.containerName, ...inner],
       env: { ...hostEnv(), ...env },
-      // Killing the CLI does not stop what runs in the container: kill everything there but init.
+      // Killing the CLI does not stop what runs in the container. `exec kill -9 -1` would also kill
+      // the keep-alive `sleep` (init's child under --init), so the container exited and POSTRUN's
+      // commands (a TIMEOUT session's evaluator) failed on a real engine. A restart kills every
+      // process in it, setsid'd ones included, and brings it back with its files.
       onKill: async () => {
-        await spawnGroup([...this.cli, "exec", this.containerName, "kill", "-9", "-1"], {
+        await spawnGroup([...this.cli, "restart", "-t", "0", this.containerName], {
           env: hostEnv(),
           cwd: "/",
           timeoutMs: 30_000,

@@ -134,11 +134,16 @@ describe.skipIf(!lane.ok)("the docker runtime on podman", () => {
       // The engine's init (`--init`: podman binds catatonit in as podman-init) is pid 1: a container.
       const init = await rt.exec(["cat", "/proc/1/comm"]);
       expect(init.stdout.trim()).toBe("podman-init");
-      const timed = await rt.exec(["sleep", "30"], { timeoutMs: 500 });
+      // A timed-out command, with a setsid'd child of its own: both die, the container does not
+      // (POSTRUN still runs commands in it), and its files stay.
+      await rt.exec(["sh", "-c", "echo kept > /tmp/state"]);
+      const timed = await rt.exec(["sh", "-c", "setsid sleep 1000 & sleep 30"], { timeoutMs: 1000 });
       expect(timed.timedOut).toBe(true);
-      // The timeout's `exec kill -9 -1` left nothing running but init and the keep-alive sleep.
-      const left = await rt.exec(["sh", "-c", "ls /proc | grep -c '^[0-9]'"]);
-      expect(Number(left.stdout.trim())).toBeLessThanOrEqual(4);
+      const after = await rt.exec(["sh", "-c", "cat /tmp/state; cat /proc/[0-9]*/cmdline | tr '\\0' ' '"]);
+      expect(after.exitCode, after.stderr).toBe(0);
+      expect(after.stdout).toMatch(/^kept\n/);
+      expect(after.stdout).not.toContain("sleep 1000");
+      expect(after.stdout).not.toContain("sleep 30");
     });
     expect(containerExists(name)).toBe(false);
     expect(existsSync(workDir)).toBe(false);
@@ -262,6 +267,7 @@ describe.skipIf(!lane.ok)("polar run with runtime.backend docker on podman", () 
   const SLEEP_SECONDS = 3000 + (Number.parseInt(tag.slice(0, 3), 16) % 900);
   const runtime = () => ({ backend: "docker", image });
   let pi: SessionResult;
+  let timedOut: SessionResult;
   let piCaptures: CaptureRecord[] = [];
   const attacks: SessionResult[] = [];
 
@@ -286,6 +292,17 @@ describe.skipIf(!lane.ok)("polar run with runtime.backend docker on podman", () 
     const tasks = [
       scriptedTask("pi", "podman-pi", { runtime: runtime() }),
       {
+        // Runs past its budget, with a setsid'd child: TIMEOUT, and the child dies with the container.
+        task_id: "podman-timeout",
+        instruction: "(a command that outlives its budget)",
+        timeout_seconds: 3,
+        agent: {
+          harness: "shell",
+          settings: { command: `setsid sleep ${SLEEP_SECONDS} </dev/null >/dev/null 2>&1 & sleep 100` },
+        },
+        runtime: runtime(),
+      },
+      {
         task_id: "podman-attack",
         instruction: "(the agent's commands are in the shell command)",
         num_samples: 2,
@@ -301,7 +318,7 @@ describe.skipIf(!lane.ok)("polar run with runtime.backend docker on podman", () 
     code = await new Promise<number | null>((done, fail) => {
       const child = spawn(
         process.execPath,
-        [POLAR, "run", tasksFile, "--out", join(dir, "out"), "--run", "3", "--docker-bin", "podman"],
+        [POLAR, "run", tasksFile, "--out", join(dir, "out"), "--run", "4", "--docker-bin", "podman"],
         {
           cwd: ROOT,
           env: { ...process.env, ...secrets, POLAR_SESSIONS_DIR: sessions },
@@ -319,6 +336,7 @@ describe.skipIf(!lane.ok)("polar run with runtime.backend docker on podman", () 
     });
     pi = await readSessionResult(store, "podman-pi", output);
     piCaptures = (await loadCaptures(new DirectoryStore(store), "podman-pi", pi.session_id)).captures;
+    timedOut = await readSessionResult(store, "podman-timeout", output);
     const ds = new DirectoryStore(store);
     for (const key of await ds.list(keys.resultsOfTask("podman-attack"))) {
       const bytes = (await ds.get(key)) as Uint8Array;
@@ -360,7 +378,7 @@ describe.skipIf(!lane.ok)("polar run with runtime.backend docker on podman", () 
       ],
       { encoding: "utf8" },
     ).stdout;
-    for (const r of [pi, ...attacks]) {
+    for (const r of [pi, timedOut, ...attacks]) {
       const name = `polar-${r.session_id}`;
       expect(events, `no container started for ${r.session_id}`).toContain(name);
       const left = spawnSync(
@@ -390,7 +408,13 @@ describe.skipIf(!lane.ok)("polar run with runtime.backend docker on podman", () 
     }
   });
 
-  it("leaves no process behind (setsid included)", async () => {
+  it("ends a session past its budget TIMEOUT, with a result", () => {
+    expect(timedOut.status).toBe("TIMEOUT");
+    expect(timedOut.error).toMatch(/exceeded its budget of 3s/);
+    expect(timedOut.agent?.timed_out).toBe(true);
+  });
+
+  it("leaves no process behind (setsid included, in the attacks and the timed-out session)", async () => {
     let left = await sleepers(SLEEP_SECONDS);
     for (let i = 0; i < 100 && left.length > 0; i++) {
       await new Promise((r) => setTimeout(r, 50));
