@@ -102,10 +102,20 @@ export type Probe = (bin: string, args: string[]) => Promise<string | null>;
 
 const probe: Probe = (bin, args) =>
   new Promise((resolve) => {
-    execFile(bin, args, { timeout: 15_000, env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } }, (err, out) =>
-      resolve(err ? null : out),
-    );
+    execFile(bin, args, { timeout: 15_000, env: engineEnv() }, (err, out) => resolve(err ? null : out));
   });
+
+/** The environment an engine CLI runs with: what finds the engine, nothing of the runner's secrets. */
+export function engineEnv(): Record<string, string> {
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: process.env.HOME ?? "/root",
+  };
+  for (const k of ["DOCKER_HOST", "DOCKER_CONFIG", "CONTAINER_HOST", "XDG_RUNTIME_DIR"]) {
+    if (process.env[k]) env[k] = process.env[k];
+  }
+  return env;
+}
 
 /**
  * The binary when none is given (`--docker-bin`): `docker` when a docker engine answers, else

@@ -5,7 +5,8 @@ import {
   requireImage,
   startOrStop,
 } from "./bridged-runtime.ts";
-import { type ContainerEngine, resolveContainerEngine } from "./container-engine.ts";
+import { type ContainerEngine, engineEnv, resolveContainerEngine } from "./container-engine.ts";
+import { recordContainer } from "./container-record.ts";
 import type { WrappedCommand } from "./host-dir-runtime.ts";
 import type { Runtime, RuntimeFactory, RuntimeSpecInput } from "./runtime.ts";
 import { HOST_NODE_DIR, type HostBridge, SANDBOX_BRIDGE_SCRIPT } from "./socket-bridge.ts";
@@ -64,7 +65,8 @@ export class DockerRuntime extends BridgedRuntime {
         engineFlags: this.engine.runFlags,
       }),
     ];
-    const res = await spawnGroup(argv, { env: hostEnv(), cwd: this.dirs.root, timeoutMs: 300_000 });
+    await recordContainer(this.dirs.root, [...this.cli, "rm", "-f", this.containerName]);
+    const res = await spawnGroup(argv, { env: engineEnv(), cwd: this.dirs.root, timeoutMs: 300_000 });
     if (res.exitCode !== 0)
       throw new Error(`${this.engine.bin} run failed (${res.exitCode}): ${res.stderr.trim()}`);
   }
@@ -75,14 +77,14 @@ export class DockerRuntime extends BridgedRuntime {
     const inner = this.bridged(argv);
     return {
       argv: [...this.cli, "exec", "-i", "-w", cwd, ...envFlags, this.containerName, ...inner],
-      env: { ...hostEnv(), ...env },
+      env: { ...engineEnv(), ...env },
       // Killing the CLI does not stop what runs in the container. `exec kill -9 -1` would also kill
       // the keep-alive `sleep` (init's child under --init), so the container exited and POSTRUN's
       // commands (a TIMEOUT session's evaluator) failed on a real engine. A restart kills every
       // process in it, setsid'd ones included, and brings it back with its files.
       onKill: async () => {
         await spawnGroup([...this.cli, "restart", "-t", "0", this.containerName], {
-          env: hostEnv(),
+          env: engineEnv(),
           cwd: "/",
           timeoutMs: 30_000,
         });
@@ -92,7 +94,7 @@ export class DockerRuntime extends BridgedRuntime {
 
   protected override async teardown(): Promise<void> {
     await spawnGroup([...this.cli, "rm", "-f", this.containerName], {
-      env: hostEnv(),
+      env: engineEnv(),
       cwd: "/",
       timeoutMs: 60_000,
     });
@@ -142,17 +144,6 @@ export function dockerRunArgs(o: {
     o.spec.image ?? "",
     "infinity",
   ];
-}
-
-function hostEnv(): Record<string, string> {
-  const env: Record<string, string> = {
-    PATH: process.env.PATH ?? "/usr/bin:/bin",
-    HOME: process.env.HOME ?? "/root",
-  };
-  for (const k of ["DOCKER_HOST", "DOCKER_CONFIG", "CONTAINER_HOST", "XDG_RUNTIME_DIR"]) {
-    if (process.env[k]) env[k] = process.env[k];
-  }
-  return env;
 }
 
 export function dockerRuntimeFactory(opts: DockerOptions = {}): RuntimeFactory {

@@ -14,6 +14,7 @@ import { loadCaptures } from "../../batch-runner/reconstruction/load-captures.ts
 import { dockerRuntimeFactory } from "../../batch-runner/runtime/docker.ts";
 import type { Runtime } from "../../batch-runner/runtime/runtime.ts";
 import { HOST_NODE_DIR } from "../../batch-runner/runtime/socket-bridge.ts";
+import { reapOrphanedSessions } from "../../batch-runner/runtime/work-dirs.ts";
 import { keys } from "../../shared/keys.ts";
 import { DirectoryStore } from "../../shared/node/directory-store.ts";
 import type { CaptureRecord } from "../../shared/schemas/capture.ts";
@@ -207,6 +208,31 @@ describe.skipIf(!lane.ok)("the docker runtime on podman", () => {
       ]);
       expect(ifaces.stdout.trim()).toBe("lo");
     });
+  }, 60_000);
+
+  it("a container left by a runner killed with SIGKILL is removed by the next runner's reaper", async () => {
+    const sessions = join(root, "crashed");
+    const docker = join(ROOT, "batch-runner/runtime/docker.ts");
+    const script = [
+      `const { dockerRuntimeFactory } = await import(${JSON.stringify(docker)});`,
+      `const rt = await dockerRuntimeFactory({ sessionsRoot: ${JSON.stringify(sessions)}, bin: "podman" })`,
+      `  .create({ sessionId: "podman-crash", image: ${JSON.stringify(image)}, env: {}, limits: {}, proxyUrl: ${JSON.stringify(proxyUrl)} });`,
+      "console.log(rt.containerName);",
+      "setInterval(() => {}, 1000);",
+    ].join("\n");
+    const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    const name = await new Promise<string>((done, fail) => {
+      child.stdout.on("data", (c: Buffer) => done(c.toString().trim()));
+      child.on("exit", (code) => fail(new Error(`the runner exited (${code}) before its container started`)));
+    });
+    child.kill("SIGKILL");
+    await new Promise((r) => child.once("exit", r));
+    expect(containerExists(name)).toBe(true);
+    expect(await reapOrphanedSessions(sessions)).toBe(1);
+    expect(containerExists(name)).toBe(false);
+    expect(await readdir(sessions)).toEqual([]);
   }, 60_000);
 
   it("holds no secret of the runner and none of the host's files", async () => {
