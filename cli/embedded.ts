@@ -26,6 +26,8 @@ export interface EmbeddedOptions {
   postrun?: number;
   maxReceives?: number;
   metricsPort?: number;
+  /** The docker backend's engine binary; unset: picked (batch-runner/runtime/container-engine.ts). */
+  dockerBin?: string;
   /** Aborting stops early: running harnesses are killed, nothing more is started. */
   signal?: AbortSignal;
   /** Where the progress line goes (stderr by default); null for none. */
@@ -118,7 +120,7 @@ export async function runEmbedded(opts: EmbeddedOptions): Promise<EmbeddedResult
       allowUnsandboxed: true,
       evaluatorDirs: [process.cwd()],
       filesDirs: [process.cwd()],
-      runtimeOptions: { bwrapImageDirs: [process.cwd()] },
+      runtimeOptions: { bwrapImageDirs: [process.cwd()], bins: { docker: opts.dockerBin } },
       log: (line) => log(`[runner] ${line}`),
       onResult: (r) => {
         statuses[r.status] = (statuses[r.status] ?? 0) + 1;

@@ -5,6 +5,8 @@ import {
   requireImage,
   startOrStop,
 } from "./bridged-runtime.ts";
+import { type ContainerEngine, engineEnv, resolveContainerEngine } from "./container-engine.ts";
+import { recordContainer } from "./container-record.ts";
 import type { WrappedCommand } from "./host-dir-runtime.ts";
 import type { Runtime, RuntimeFactory, RuntimeSpecInput } from "./runtime.ts";
 import { HOST_NODE_DIR, type HostBridge, SANDBOX_BRIDGE_SCRIPT } from "./socket-bridge.ts";
@@ -15,7 +17,7 @@ const IMAGE_REQUIRED = "runtime.image is required for the docker backend (an ima
 
 export interface DockerOptions {
   sessionsRoot?: string;
-  /** `docker`, `podman`, or a stand-in in tests. */
+  /** `docker`, `podman`, or a stand-in in tests; unset: picked by `resolveContainerEngine`. */
   bin?: string;
   /** Host paths bound read-only at the same path (e.g. the harness cache). */
   readOnlyBinds?: string[];
@@ -23,10 +25,11 @@ export interface DockerOptions {
 
 /**
  * A long-lived container per session (`docker run -d ... sleep infinity`), commands via `docker exec`.
- * `--network none`; the proxy is reached through the Unix-socket bridge. Works with podman too.
+ * `--network none`; the proxy is reached through the Unix-socket bridge. Podman runs it too, with
+ * the flags `container-engine.ts` decides for the host.
  */
 export class DockerRuntime extends BridgedRuntime {
-  private readonly bin: string;
+  private readonly engine: ContainerEngine;
   private readonly spec: RuntimeSpecInput;
 
   constructor(
@@ -34,12 +37,17 @@ export class DockerRuntime extends BridgedRuntime {
     dirs: SessionDirs,
     spec: RuntimeSpecInput,
     bridge: HostBridge,
-    opts: DockerOptions,
+    opts: DockerOptions & { engine: ContainerEngine },
   ) {
     requireImage(spec, IMAGE_REQUIRED);
     super(id, dirs, spec, bridge, opts.readOnlyBinds);
     this.spec = spec;
-    this.bin = opts.bin ?? "docker";
+    this.engine = opts.engine;
+  }
+
+  /** The engine's binary and global flags: what every engine command starts with. */
+  private get cli(): string[] {
+    return [this.engine.bin, ...this.engine.globalFlags];
   }
 
   get containerName(): string {
@@ -48,16 +56,19 @@ export class DockerRuntime extends BridgedRuntime {
 
   async start(): Promise<void> {
     const argv = [
-      this.bin,
+      ...this.cli,
       ...dockerRunArgs({
         name: this.containerName,
         dirs: this.dirs,
         spec: this.spec,
         readOnly: this.readOnly,
+        engineFlags: this.engine.runFlags,
       }),
     ];
-    const res = await spawnGroup(argv, { env: hostEnv(), cwd: this.dirs.root, timeoutMs: 300_000 });
-    if (res.exitCode !== 0) throw new Error(`${this.bin} run failed (${res.exitCode}): ${res.stderr.trim()}`);
+    await recordContainer(this.dirs.root, [...this.cli, "rm", "-f", this.containerName]);
+    const res = await spawnGroup(argv, { env: engineEnv(), cwd: this.dirs.root, timeoutMs: 300_000 });
+    if (res.exitCode !== 0)
+      throw new Error(`${this.engine.bin} run failed (${res.exitCode}): ${res.stderr.trim()}`);
   }
 
   protected wrap(argv: string[], cwd: string, env: Record<string, string>): WrappedCommand {
@@ -65,12 +76,15 @@ export class DockerRuntime extends BridgedRuntime {
     const envFlags = Object.keys(env).flatMap((k) => ["-e", k]);
     const inner = this.bridged(argv);
     return {
-      argv: [this.bin, "exec", "-i", "-w", cwd, ...envFlags, this.containerName, ...inner],
-      env: { ...hostEnv(), ...env },
-      // Killing the CLI does not stop what runs in the container: kill everything there but init.
+      argv: [...this.cli, "exec", "-i", "-w", cwd, ...envFlags, this.containerName, ...inner],
+      env: { ...engineEnv(), ...env },
+      // Killing the CLI does not stop what runs in the container. `exec kill -9 -1` would also kill
+      // the keep-alive `sleep` (init's child under --init), so the container exited and POSTRUN's
+      // commands (a TIMEOUT session's evaluator) failed on a real engine. A restart kills every
+      // process in it, setsid'd ones included, and brings it back with its files.
       onKill: async () => {
-        await spawnGroup([this.bin, "exec", this.containerName, "kill", "-9", "-1"], {
-          env: hostEnv(),
+        await spawnGroup([...this.cli, "restart", "-t", "0", this.containerName], {
+          env: engineEnv(),
           cwd: "/",
           timeoutMs: 30_000,
         });
@@ -79,8 +93,8 @@ export class DockerRuntime extends BridgedRuntime {
   }
 
   protected override async teardown(): Promise<void> {
-    await spawnGroup([this.bin, "rm", "-f", this.containerName], {
-      env: hostEnv(),
+    await spawnGroup([...this.cli, "rm", "-f", this.containerName], {
+      env: engineEnv(),
       cwd: "/",
       timeoutMs: 60_000,
     });
@@ -94,6 +108,8 @@ export function dockerRunArgs(o: {
   dirs: SessionDirs;
   spec: RuntimeSpecInput;
   readOnly?: string[];
+  /** The engine's own `run` flags for this host (container-engine.ts). */
+  engineFlags?: string[];
 }): string[] {
   const { limits } = o.spec;
   const uid = process.getuid?.() ?? 0;
@@ -108,6 +124,7 @@ export function dockerRunArgs(o: {
     "none",
     "--user",
     `${uid}:${gid}`,
+    ...(o.engineFlags ?? []),
     "-v",
     `${o.dirs.workDir}:${o.dirs.workDir}`,
     "-v",
@@ -129,24 +146,17 @@ export function dockerRunArgs(o: {
   ];
 }
 
-function hostEnv(): Record<string, string> {
-  const env: Record<string, string> = {
-    PATH: process.env.PATH ?? "/usr/bin:/bin",
-    HOME: process.env.HOME ?? "/root",
-  };
-  for (const k of ["DOCKER_HOST", "DOCKER_CONFIG", "CONTAINER_HOST", "XDG_RUNTIME_DIR"]) {
-    if (process.env[k]) env[k] = process.env[k];
-  }
-  return env;
-}
-
 export function dockerRuntimeFactory(opts: DockerOptions = {}): RuntimeFactory {
+  // Resolved at the first docker session, once: a runner that never runs one never probes.
+  let engine: Promise<ContainerEngine> | undefined;
   return {
     backend: "docker",
     async create(spec: RuntimeSpecInput): Promise<Runtime> {
       requireImage(spec, IMAGE_REQUIRED);
+      engine ??= resolveContainerEngine(opts.bin);
+      const resolved = await engine;
       const { id, dirs, bridge } = await prepareBridgedSession(spec, opts.sessionsRoot);
-      return startOrStop(new DockerRuntime(id, dirs, spec, bridge, opts));
+      return startOrStop(new DockerRuntime(id, dirs, spec, bridge, { ...opts, engine: resolved }));
     },
   };
 }

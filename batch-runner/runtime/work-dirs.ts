@@ -2,6 +2,7 @@ import { appendFileSync, existsSync } from "node:fs";
 import { cp, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
+import { removeRecordedContainer } from "./container-record.ts";
 import { killSessionProcesses } from "./session-processes.ts";
 
 /** The host directories of one session: `work` (the harness's cwd), `home` (its HOME) and `run` (sockets). */
@@ -75,6 +76,7 @@ export async function reapOrphanedSessions(sessionsRoot: string): Promise<number
     }
     // What left its process group (setsid) still carries the session's marker (process runtime).
     await killSessionProcesses(name, join(sessionsRoot, name));
+    await removeRecordedContainer(recordDir);
     await rm(join(sessionsRoot, name), { recursive: true, force: true });
     reaped++;
   }

@@ -12,6 +12,7 @@ import { readTasksFile } from "../tasks-file.ts";
 
 const usage = `Usage: polar run TASKS.jsonl [--upstream URL] [--engine vllm|sglang] [--out DIR]
                  [--run N] [--init N] [--ready N] [--postrun N] [--max-receives N] [--skip-invalid]
+                 [--docker-bin docker|podman]
 
 Everything in one process: the proxy (token auth, random signing key), a batch runner, an in-memory
 queue and a directory store under DIR (the store is DIR/store). Without --upstream the dry-run
@@ -29,6 +30,8 @@ defaults and examples: docs/tasks.md); the whole file is checked before anything
   --max-receives N   attempts per session before it is recorded as ERROR (default ${EMBEDDED_RUNNER_DEFAULTS.maxReceives};
                      \`polar runner\` defaults to ${RUNNER_DEFAULTS.maxReceives}: a one-process run gives up sooner)
   --skip-invalid     run the valid lines of TASKS.jsonl and report the bad ones
+  --docker-bin BIN   the engine for tasks with runtime.backend docker (default: docker when its
+                     daemon answers, else podman when it runs; docs/runner.md, "Runtimes")
 
 Prints progress (with each failed session's reason), then a table per task: sessions by status,
 mean reward and the shard (DIR/store/trajectories/{task_id}.parquet). Exit status: 0 when every
@@ -53,6 +56,7 @@ const command: Command = {
         postrun: { type: "string" },
         "max-receives": { type: "string" },
         "skip-invalid": { type: "boolean" },
+        "docker-bin": { type: "string" },
       },
       strict: true,
       allowPositionals: true,
@@ -103,6 +107,7 @@ const command: Command = {
         ready,
         postrun,
         maxReceives,
+        dockerBin: values["docker-bin"],
       });
     } catch (err) {
       if (err instanceof RunSetupError) {

@@ -42,6 +42,8 @@ and writes results/{task}/{session}.json and the task's group shard when its las
                        rest go back to the queue
   --docker-bin, --apptainer-bin, --apptainer-mode
                        container engines for tasks with runtime.backend docker / apptainer
+                       (docker default: docker when its daemon answers, else podman when it
+                       runs; podman gets the flags this host needs, docs/runner.md "Runtimes")
   --allow-unsandboxed  allow runtime.backend process (sessions on this host, as this user) and
                        start without a working bwrap (the default runtime then falls back to
                        process); without it the runner refuses to start when bwrap cannot sandbox

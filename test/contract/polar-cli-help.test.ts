@@ -56,6 +56,7 @@ describe("polar help", () => {
       "postrun",
       "max-receives",
       "skip-invalid",
+      "docker-bin",
     ])
       expect(described(run, flag), `polar run --${flag}`).toBe(true);
     expect(run).toMatch(

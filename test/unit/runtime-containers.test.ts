@@ -8,6 +8,12 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apptainerFlags, apptainerRuntimeFactory } from "../../batch-runner/runtime/apptainer.ts";
+import {
+  type HostFacts,
+  type Probe,
+  podmanFlags,
+  resolveContainerEngine,
+} from "../../batch-runner/runtime/container-engine.ts";
 import { dockerRunArgs, dockerRuntimeFactory } from "../../batch-runner/runtime/docker.ts";
 import type { RuntimeFactory } from "../../batch-runner/runtime/runtime.ts";
 import { HOST_NODE_DIR, SANDBOX_BRIDGE_SCRIPT } from "../../batch-runner/runtime/socket-bridge.ts";
@@ -60,6 +66,13 @@ describe("container command lines", () => {
       "ghcr.io/acme/agent:1",
       "infinity",
     ]);
+  });
+
+  it("docker run: the engine's own flags go right after --user, before the binds", () => {
+    const spec = { sessionId: "x", image: "img", env: {}, limits: {}, proxyUrl: "http://127.0.0.1:1" };
+    const argv = dockerRunArgs({ name: "n", dirs, spec, engineFlags: ["--ulimit", "nofile=9:9"] });
+    const user = argv.indexOf("--user");
+    expect(argv.slice(user + 2, user + 5)).toEqual(["--ulimit", "nofile=9:9", "-v"]);
   });
 
   it("apptainer: --containall, --net --network none, binds, and --nv only with GPUs", () => {
@@ -197,3 +210,82 @@ describe.skipIf(!bwrapWorks)(
     );
   },
 );
+
+describe("the engine behind the docker runtime (container-engine.ts)", () => {
+  const ordinary: HostFacts = {
+    uid: 0,
+    capSysResource: true,
+    hardNofile: 1048576,
+    hardNproc: 96365,
+    hybridCgroupControllers: false,
+    runcInstalled: true,
+  };
+
+  it("podman needs no flags on an ordinary root host, nor rootless", () => {
+    expect(podmanFlags(ordinary)).toEqual({ globalFlags: [], runFlags: [] });
+    expect(podmanFlags({ ...ordinary, uid: 1000, capSysResource: false })).toEqual({
+      globalFlags: [],
+      runFlags: [],
+    });
+  });
+
+  it("podman on a hybrid cgroup host runs runc (crun refuses it), when runc is there", () => {
+    expect(podmanFlags({ ...ordinary, hybridCgroupControllers: true }).globalFlags).toEqual([
+      "--runtime",
+      "runc",
+    ]);
+    expect(
+      podmanFlags({ ...ordinary, hybridCgroupControllers: true, runcInstalled: false }).globalFlags,
+    ).toEqual([]);
+  });
+
+  it("podman as root without CAP_SYS_RESOURCE grants the runner's own hard limits, nproc at most podman's", () => {
+    const facts = { ...ordinary, capSysResource: false, hardNofile: 20000 };
+    expect(podmanFlags(facts).runFlags).toEqual([
+      "--ulimit",
+      "nofile=20000:20000",
+      "--ulimit",
+      "nproc=32768:32768",
+    ]);
+    expect(podmanFlags({ ...facts, hardNproc: 500 }).runFlags).toContain("nproc=500:500");
+  });
+
+  /** A stand-in for the host's binaries: what each answers, null for one that fails. */
+  const probeOf =
+    (answers: Record<string, string | null>): Probe =>
+    async (bin, args) =>
+      answers[`${bin} ${args[0]}`] ?? null;
+
+  it("picks docker when its daemon answers, podman when only podman runs, docker when neither", async () => {
+    const docker = probeOf({ "docker info": "27.0.1\n", "docker --version": "Docker version 27.0.1\n" });
+    expect(await resolveContainerEngine(undefined, docker, () => ordinary)).toEqual({
+      bin: "docker",
+      kind: "docker",
+      globalFlags: [],
+      runFlags: [],
+    });
+    // This machine: a docker client with no daemon on PATH, and podman.
+    const podman = probeOf({
+      "docker --version": "Docker version 27.0.1\n",
+      "podman info": "4.3.1\n",
+      "podman --version": "podman version 4.3.1\n",
+    });
+    const hybrid = { ...ordinary, hybridCgroupControllers: true };
+    expect(await resolveContainerEngine(undefined, podman, () => hybrid)).toMatchObject({
+      bin: "podman",
+      kind: "podman",
+      globalFlags: ["--runtime", "runc"],
+    });
+    expect((await resolveContainerEngine(undefined, probeOf({}), () => hybrid)).bin).toBe("docker");
+  });
+
+  it("an explicit binary is used as given; podman's docker wrapper is recognised by its --version", async () => {
+    const wrapper = probeOf({ "/usr/bin/docker --version": "podman version 4.3.1\n" });
+    const hybrid = { ...ordinary, hybridCgroupControllers: true };
+    expect(await resolveContainerEngine("/usr/bin/docker", wrapper, () => hybrid)).toMatchObject({
+      bin: "/usr/bin/docker",
+      kind: "podman",
+      globalFlags: ["--runtime", "runc"],
+    });
+  });
+});
