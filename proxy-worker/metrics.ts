@@ -70,6 +70,13 @@ export class ProxyMetrics {
         values: new Map(),
       },
     ],
+    [
+      "polar_proxy_fair_share_refused_total",
+      {
+        help: "Requests answered 429 by fair share: a session over max_in_flight or tokens_per_minute, or an address over its limit of requests without a valid credential.",
+        values: new Map(),
+      },
+    ],
   ]);
 
   captured(engine: EngineName, provider: Provider): void {
@@ -100,6 +107,10 @@ export class ProxyMetrics {
 
   refused(provider: Provider): void {
     this.add("polar_proxy_refused_total", `provider="${provider}"`);
+  }
+
+  fairShareRefused(limit: "max_in_flight" | "tokens_per_minute" | "address"): void {
+    this.add("polar_proxy_fair_share_refused_total", `limit="${limit}"`);
   }
 
   tito(outcome: string): void {
