@@ -4,15 +4,15 @@ import type { RateLimit } from "../codecs/common/rate-limit.ts";
 import type { CodecRegistry } from "../codecs/registry.ts";
 
 /**
- * The SDKs (openai, @anthropic-ai/sdk) honour a wait of at most 60 s and fall back to their own
- * short backoff beyond it; a longer wait would only make a harness retry early and be refused again.
+ * The openai SDKs honour a wait of at most 60 s and fall back to their own short backoff beyond
+ * it; a refusal that needs longer says 60 s and is refused again with the rest of the wait.
  */
 export const MAX_RETRY_AFTER_MS = 60_000;
 const MIN_RETRY_AFTER_MS = 100;
 
 /**
  * A fair-share refusal: 429 in the client's provider shape, with `retry-after` (whole seconds, at
- * least 1, as HTTP defines it) and `retry-after-ms` (the exact wait; the OpenAI and Anthropic SDKs
+ * least 1, as HTTP defines it) and `retry-after-ms` (the exact wait; the openai and Anthropic SDKs
  * prefer it), both capped at a minute.
  */
 export function rateLimited(codecs: CodecRegistry, provider: Provider, limit: RateLimit): Response {
