@@ -184,7 +184,7 @@ async function dispatch(g: Gateway, request: Request): Promise<Response> {
     ticket.release();
     throw err;
   }
-  return releaseOnEnd(answer, () => ticket.release());
+  return ticket.held ? releaseOnEnd(answer, () => ticket.release()) : answer;
 }
 
 async function generate(

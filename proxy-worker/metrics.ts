@@ -4,6 +4,7 @@
  */
 import type { Provider } from "../shared/schemas/capture.ts";
 import { type EngineName, isObject } from "./engines/engine.ts";
+import type { LimitName } from "./fair-share/session-limiter.ts";
 
 export type MissingIds = "prompt" | "response" | "both";
 
@@ -109,7 +110,7 @@ export class ProxyMetrics {
     this.add("polar_proxy_refused_total", `provider="${provider}"`);
   }
 
-  fairShareRefused(limit: "max_in_flight" | "tokens_per_minute" | "address"): void {
+  fairShareRefused(limit: LimitName | "address"): void {
     this.add("polar_proxy_fair_share_refused_total", `limit="${limit}"`);
   }
 

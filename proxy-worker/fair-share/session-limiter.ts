@@ -16,12 +16,14 @@ export type Admission =
 
 /** An admitted call's slot; `release` is idempotent, so every way a call can end may call it. */
 export interface Ticket {
+  /** False for a session without an in-flight count: nothing to release, so nothing to wait for. */
+  readonly held: boolean;
   release(): void;
 }
 
 /** A session over its in-flight limit retries after this: no call's end can be predicted. */
 export const IN_FLIGHT_RETRY_MS = 1_000;
-const NO_TICKET: Ticket = { release() {} };
+const NO_TICKET: Ticket = { held: false, release() {} };
 const MINUTE_MS = 60_000;
 
 interface SessionState {
@@ -80,6 +82,7 @@ export class SessionLimiter {
     return {
       ok: true,
       ticket: {
+        held: true,
         release: () => {
           if (released) return;
           released = true;
