@@ -179,7 +179,7 @@ async function dispatch(g: Gateway, request: Request): Promise<Response> {
   const { ticket } = admission;
   let answer: Response;
   try {
-    answer = await generate(g, request, route, auth.identity, vetted.headers, startedAt);
+    answer = await generateCall(g, request, route, auth.identity, vetted.headers, startedAt);
   } catch (err) {
     ticket.release();
     throw err;
@@ -187,7 +187,8 @@ async function dispatch(g: Gateway, request: Request): Promise<Response> {
   return ticket.held ? releaseOnEnd(answer, () => ticket.release()) : answer;
 }
 
-async function generate(
+/** A model call the session's share admitted: its body is read only now. */
+async function generateCall(
   g: Gateway,
   request: Request,
   route: Exclude<Route, { kind: "unknown" }>,
@@ -241,8 +242,8 @@ function mountAddressGate(app: Hono, g: Gateway, deps: ProxyDeps): void {
           request.headers,
           g.codecs,
         ).provider,
-      refuse: (provider, message, retryAfterMs) =>
-        rateLimited(g.codecs, provider, { message, kind: "requests", retryAfterMs }),
+      refuse: (request, provider, message, retryAfterMs) =>
+        unread(g, request, rateLimited(g.codecs, provider, { message, kind: "requests", retryAfterMs })),
       onRefused: () => g.metrics.fairShareRefused("address"),
     }),
   );

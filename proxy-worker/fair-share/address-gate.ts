@@ -17,7 +17,8 @@ export interface AddressGate {
   knownCredential(request: Request): boolean;
   /** The provider shape a refusal of this request is written in. */
   providerOf(request: Request): Provider;
-  refuse(provider: Provider, message: string, retryAfterMs: number): Response;
+  /** The 429; its body is left unread (the host decides whether to close the connection). */
+  refuse(request: Request, provider: Provider, message: string, retryAfterMs: number): Response;
   onRefused(): void;
 }
 
@@ -37,6 +38,7 @@ export function addressGate(gate: AddressGate): MiddlewareHandler {
     if (waitMs > 0 && !gate.knownCredential(request)) {
       gate.onRefused();
       return gate.refuse(
+        request,
         gate.providerOf(request),
         `too many requests without a valid credential from this address (limit ${gate.limiter.perMinute} a minute)`,
         waitMs,
