@@ -286,13 +286,16 @@ describe("polar proxy flags", () => {
     ]);
     const url = await run.listening();
     const proxy = { url } as TestProxy;
-    for (let i = 0; i < 2; i++)
-      expect((await post(proxy, "/v1/chat/completions", "bad", {})).status).toBe(401);
-    expect((await post(proxy, "/v1/chat/completions", "bad", {})).status).toBe(429);
     // A token without limits of its own gets --session-max-in-flight.
     const key = await mintSessionToken({ sessionId: "cli", taskId: TASK }, KEY);
     const stream = await post(proxy, "/v1/chat/completions", key, PROVIDERS[1].body(LONG, true));
-    expect((await post(proxy, "/v1/chat/completions", key, PROVIDERS[1].body("hi", false))).status).toBe(429);
+    expect(stream.status).toBe(200);
+    const second = await post(proxy, "/v1/chat/completions", key, PROVIDERS[1].body("hi", false));
+    expect(second.status).toBe(429);
+    expect(JSON.stringify(await second.json())).toContain("max_in_flight");
     await stream.text();
+    for (let i = 0; i < 2; i++)
+      expect((await post(proxy, "/v1/chat/completions", "bad", {})).status).toBe(401);
+    expect((await post(proxy, "/v1/chat/completions", "bad", {})).status).toBe(429);
   }, 30_000);
 });
