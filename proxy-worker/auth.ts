@@ -84,8 +84,8 @@ export async function authenticate(
 }
 
 /**
- * Whether `key` is a session token this process has already verified and that has not expired: a
- * check without crypto, for refusing an address's unauthenticated flood without locking out the
+ * Whether `key` is a session token this process has already verified and that has not expired
+ * (under `--auth off`, any key is): a check without crypto, for refusing an address's unauthenticated flood without locking out the
  * sessions it also serves (fair-share/address-gate.ts).
  */
 export function isVerifiedToken(key: string | null, config: AuthConfig, nowMs: number): boolean {
