@@ -17,8 +17,8 @@ import { readCaptures, startProxy, type TestProxy } from "../support/proxy.ts";
  * latency <= ceil((K + N) / SLOTS) x L0, L0 being the normal call's latency on the idle engine
  * (one round plus the proxy). Here ceil((2 + 3) / 2) = 3, so 3 x L0; the test allows two rounds
  * more for the CPU the greedy session's refused calls take on a shared 2-core machine while other
- * test files run (measured 2.9-3.4 x): 5 x L0. Without fair share the greedy session's G calls
- * queue ahead: ceil((G + N) / SLOTS) = 10 rounds (measured 9.5-9.7 x), so the same test fails.
+ * test files run (measured 2.7-3.4 x): 5 x L0. Without fair share the greedy session's G calls
+ * queue ahead: ceil((G + N) / SLOTS) = 10 rounds (measured 9.1-9.7 x), so the same test fails.
  */
 const SLOTS = 2;
 const CALL_MS = 100;
