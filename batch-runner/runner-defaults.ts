@@ -12,6 +12,14 @@ export const RUNNER_DEFAULTS = {
   cancelPollMs: 2000,
   /** On SIGTERM, how long running sessions get to finish. */
   graceSeconds: 60,
+  /**
+   * Fair share at the proxy, per session, where the task's `agent.proxy_limits` says nothing: calls
+   * in flight (above the parallel sub-agents and side calls a harness makes; docs/security.md) and
+   * prompt + completion tokens per minute (several times a busy 40k-context agent on a fast engine,
+   * far below a runaway loop).
+   */
+  proxyMaxInFlight: 16,
+  proxyTokensPerMinute: 4_000_000,
 } as const;
 
 /** POSTRUN (evaluation, upload) is shorter than RUN, so half as many slots keep up. */

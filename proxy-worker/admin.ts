@@ -1,6 +1,7 @@
 import type { Hono } from "hono";
 import { z } from "zod";
 import { type CredentialList, matchesAny, presentedCredential } from "./credentials.ts";
+import { markAuthenticated } from "./fair-share/address-gate.ts";
 
 export { sameSecret } from "./credentials.ts";
 
@@ -56,6 +57,7 @@ export function mountAdmin(app: Hono, source: PolicyVersionSource, adminTokens: 
         401,
       );
     }
+    markAuthenticated(c.req.raw);
     await next();
   });
   app.get("/admin/policy-version", (c) => c.json({ version: source.get() }));

@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import { memoryPolicyVersion, mountAdmin, type PolicyVersionSource } from "./admin.ts";
-import { type AuthConfig, authenticate, extractKey } from "./auth.ts";
+import { type AuthConfig, authenticate, extractKey, isVerifiedToken, type SessionIdentity } from "./auth.ts";
 import { openaiErrorEnvelope } from "./codecs/common/openai-error-envelope.ts";
 import { defaultCodecs } from "./codecs/registry.ts";
 import { createControlApp } from "./control/control-app.ts";
@@ -12,6 +12,11 @@ import { detectRoute, type Route, servedRoutes, splitTokenPrefix } from "./detec
 import { ENGINES } from "./engines/engine.ts";
 import { engineAdapters } from "./engines/registry.ts";
 import { EngineVersions } from "./engines/weight-version.ts";
+import { addressFromHeader, addressGate, markAuthenticated } from "./fair-share/address-gate.ts";
+import { AddressLimiter } from "./fair-share/address-limiter.ts";
+import { rateLimited } from "./fair-share/rate-limited.ts";
+import { releaseOnEnd } from "./fair-share/release-on-end.ts";
+import { SessionLimiter } from "./fair-share/session-limiter.ts";
 import { handleGenerate } from "./generate.ts";
 import { resolveLimits } from "./limits.ts";
 import { ProxyMetrics } from "./metrics.ts";
@@ -41,6 +46,7 @@ export function createProxyApp(deps: ProxyDeps): Hono {
   app.get("/metrics", (c) =>
     c.text(g.metrics.render(), 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" }),
   );
+  mountAddressGate(app, g, deps);
   mountAdmin(app, g.policyVersion, g.adminTokens);
   if (deps.control) {
     app.route("/", createControlApp({ store: g.store, control: deps.control, clock: g.clock, log: g.log }));
@@ -96,6 +102,7 @@ function resolve(deps: ProxyDeps): Gateway {
     captureRetry: deps.captureRetry ?? {},
     gzip: deps.gzip,
     closeOnUnreadBody: deps.closeOnUnreadBody ?? false,
+    fairShare: new SessionLimiter(deps.sessionLimits ?? {}, deps.clock ?? Date.now),
     tito: {
       forAllSessions: deps.tokenInTokenOut === true,
       cache: new SessionCaptureCache(),
@@ -123,6 +130,7 @@ async function dispatch(g: Gateway, request: Request): Promise<Response> {
 
   const auth = await authenticate(extractKey(request.headers, url.searchParams, token), g.auth, startedAt);
   if (!auth.ok) return unread(g, request, providerError(g.codecs, route.provider, 401, auth.message));
+  markAuthenticated(request);
 
   if (route.kind === "list_models") return listModels(g, route.provider);
 
@@ -134,10 +142,9 @@ async function dispatch(g: Gateway, request: Request): Promise<Response> {
   );
   if (!vetted.ok) return providerError(g.codecs, route.provider, 400, vetted.message);
 
-  const body = await readJsonBody(request, g.limits);
-  if (!body.ok) return providerError(g.codecs, route.provider, body.status, body.message);
-
   if (route.kind === "count_tokens") {
+    const body = await readJsonBody(request, g.limits);
+    if (!body.ok) return providerError(g.codecs, route.provider, body.status, body.message);
     const build = tokenizeBodyBuilders(g, route.provider, {
       path,
       query: url.searchParams,
@@ -153,18 +160,93 @@ async function dispatch(g: Gateway, request: Request): Promise<Response> {
     return handleCountTokens(g, route.provider, body.json, build);
   }
 
+  // Before the body is read: a session over its share costs the proxy almost nothing. Nothing is
+  // captured, since nothing was asked of the engine (docs/security.md "Fair share at the proxy").
+  const admission = g.fairShare.admit(auth.identity);
+  if (!admission.ok) {
+    g.metrics.fairShareRefused(admission.limit);
+    const kind = admission.limit === "tokens_per_minute" ? "tokens" : "requests";
+    return unread(
+      g,
+      request,
+      rateLimited(g.codecs, route.provider, {
+        message: admission.message,
+        kind,
+        retryAfterMs: admission.retryAfterMs,
+      }),
+    );
+  }
+  const { ticket } = admission;
+  let answer: Response;
+  try {
+    answer = await generateCall(g, request, route, auth.identity, vetted.headers, startedAt);
+  } catch (err) {
+    ticket.release();
+    throw err;
+  }
+  return ticket.held ? releaseOnEnd(answer, () => ticket.release()) : answer;
+}
+
+/** A model call the session's share admitted: its body is read only now. */
+async function generateCall(
+  g: Gateway,
+  request: Request,
+  route: Exclude<Route, { kind: "unknown" }>,
+  identity: SessionIdentity,
+  headers: Headers,
+  startedAt: number,
+): Promise<Response> {
+  const body = await readJsonBody(request, g.limits);
+  if (!body.ok) return providerError(g.codecs, route.provider, body.status, body.message);
+  const url = new URL(request.url);
+  const { path } = splitTokenPrefix(url.pathname);
   // The registry is total over PROVIDERS (a missing module fails to compile), so there is always one.
   const codec = g.codecs[route.provider];
   return handleGenerate(g, {
     provider: route.provider,
     codec,
-    identity: auth.identity,
+    identity,
     body: body.json,
     bodyBytes: body.bytes,
     ctx: { path, query: url.searchParams, pathModel: route.pathModel, pathStream: route.pathStream },
-    headers: vetted.headers,
+    headers,
     startedAt,
   });
+}
+
+/**
+ * The per-address limit before authentication, after `/healthz` and `/metrics` (monitors poll them
+ * without credentials) and before every route that asks for one.
+ */
+function mountAddressGate(app: Hono, g: Gateway, deps: ProxyDeps): void {
+  const opts = deps.addressLimit;
+  if (!opts) return;
+  const limiter = new AddressLimiter(opts.perMinute, g.clock);
+  const header = opts.header;
+  app.use(
+    "*",
+    addressGate({
+      limiter,
+      addressOf: header
+        ? (request) => addressFromHeader(request, header)
+        : (request, env) => deps.clientAddress?.(request, env) ?? null,
+      knownCredential: (request) => {
+        const url = new URL(request.url);
+        const key = extractKey(request.headers, url.searchParams, splitTokenPrefix(url.pathname).token);
+        return isVerifiedToken(key, g.auth, g.clock());
+      },
+      providerOf: (request) =>
+        detectRoute(
+          request.method,
+          splitTokenPrefix(new URL(request.url).pathname).path,
+          request.headers,
+          g.codecs,
+        ).provider,
+      refuse: (request, provider, message, retryAfterMs) =>
+        unread(g, request, rateLimited(g.codecs, provider, { message, kind: "requests", retryAfterMs })),
+      onRefused: () => g.metrics.fairShareRefused("address"),
+    }),
+  );
 }
 
 /**

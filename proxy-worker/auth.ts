@@ -1,4 +1,5 @@
 import { isValidId } from "../shared/ids.ts";
+import type { SessionLimits } from "../shared/schemas/proxy-limits.ts";
 import type { AgentSampling } from "../shared/schemas/sampling.ts";
 import { verifySessionToken } from "../shared/session-token.ts";
 
@@ -11,6 +12,8 @@ export interface SessionIdentity {
   sampling?: AgentSampling | null;
   /** The task asked for token-in-token-out (`tito` claim; docs/tito.md). */
   tokenInTokenOut?: boolean;
+  /** The session's fair-share limits from the token (`lim` claim); absent: the proxy's defaults. */
+  limits?: SessionLimits;
 }
 
 export type AuthConfig = { mode: "token"; signingKey: string } | { mode: "off" };
@@ -74,9 +77,21 @@ export async function authenticate(
     attempt: verdict.attempt ?? 0,
     ...(verdict.sampling ? { sampling: verdict.sampling } : {}),
     ...(verdict.tokenInTokenOut ? { tokenInTokenOut: true } : {}),
+    ...(verdict.limits ? { limits: verdict.limits } : {}),
   };
   remember(verifiedTokens(config), key, { identity, expiresAtMs: verdict.exp * 1000 });
   return { ok: true, identity };
+}
+
+/**
+ * Whether `key` is a session token this process has already verified and that has not expired
+ * (under `--auth off`, any key is): a check without crypto, for refusing an address's unauthenticated flood without locking out the
+ * sessions it also serves (fair-share/address-gate.ts).
+ */
+export function isVerifiedToken(key: string | null, config: AuthConfig, nowMs: number): boolean {
+  if (key === null || config.mode === "off") return config.mode === "off";
+  const known = verifiedTokens(config).get(key);
+  return known !== undefined && known.expiresAtMs > nowMs;
 }
 
 /**

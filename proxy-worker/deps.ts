@@ -1,6 +1,7 @@
 import type { Hono } from "hono";
 import type { GzipFn } from "../shared/encoding/gzip.ts";
 import type { LogprobsMode } from "../shared/schemas/capture.ts";
+import type { SessionLimits } from "../shared/schemas/proxy-limits.ts";
 import type { ObjectStore } from "../shared/store/object-store.ts";
 import type { PolicyVersionSource } from "./admin.ts";
 import type { AuthConfig } from "./auth.ts";
@@ -9,6 +10,7 @@ import type { ControlDeps } from "./control/control-deps.ts";
 import type { CredentialList } from "./credentials.ts";
 import type { EngineAdapter, EngineName } from "./engines/engine.ts";
 import type { EngineVersions } from "./engines/weight-version.ts";
+import type { SessionLimiter } from "./fair-share/session-limiter.ts";
 import type { Limits } from "./limits.ts";
 import type { ProxyMetrics } from "./metrics.ts";
 import type { ModelCatalog } from "./models.ts";
@@ -80,6 +82,19 @@ export interface ProxyDeps {
    * each call (engines/weight-version.ts). Default: on for vLLM (SGLang reports it in the answer).
    */
   engineVersions?: boolean;
+  /**
+   * Fair share for sessions whose token carries no limits (`polar token`, `--auth off`, older
+   * runners): calls in flight and tokens per minute. Default: none. docs/security.md "Fair share".
+   */
+  sessionLimits?: SessionLimits;
+  /**
+   * Requests per minute one address may send without a valid credential (answered 401 or 404)
+   * before it gets 429; off when absent. `header` names a header a trusted reverse proxy sets to
+   * the client's address (its last entry is used), instead of the host's `clientAddress`.
+   */
+  addressLimit?: { perMinute: number; header?: string };
+  /** The client's address as the host sees it: the socket's peer on Node, `cf-connecting-ip` on Workers. */
+  clientAddress?: (request: Request, env: unknown) => string | null;
 }
 
 /** The deps with defaults applied, shared by the route handlers. */
@@ -104,6 +119,8 @@ export interface Gateway {
   models: ModelCatalog;
   gzip: GzipFn | undefined;
   closeOnUnreadBody: boolean;
+  /** Per-session calls in flight and tokens per minute (fair-share/). */
+  fairShare: SessionLimiter;
   tito: {
     forAllSessions: boolean;
     cache: SessionCaptureCache;

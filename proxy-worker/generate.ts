@@ -14,6 +14,7 @@ import { engineFieldRefusal, stripClientEngineFields } from "./client-engine-fie
 import { CodecError, type DecodedRequest, type ProviderCodec, type RequestContext } from "./codecs/codec.ts";
 import type { Gateway } from "./deps.ts";
 import { clientAskedLogprobs, type EngineReading, isObject } from "./engines/engine.ts";
+import { tokensOfCall } from "./fair-share/session-limiter.ts";
 import { providerError } from "./provider-error.ts";
 import { postRouted } from "./routing/routed-call.ts";
 import { applyTaskSampling, samplingRecord } from "./sampling.ts";
@@ -196,6 +197,7 @@ async function decode(g: Gateway, call: GenerateCall): Promise<DecodedRequest | 
 /** Null when the capture is stored; else the 503 the client must get. */
 async function store(g: Gateway, facts: CaptureFacts): Promise<Response | null> {
   const record = buildCaptureRecord(facts);
+  g.fairShare.charge(facts.identity, tokensOfCall(record));
   if (record.tito) g.metrics.tito(record.tito);
   try {
     await writeCapture(g.store, record, {

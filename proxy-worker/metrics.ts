@@ -4,6 +4,7 @@
  */
 import type { Provider } from "../shared/schemas/capture.ts";
 import { type EngineName, isObject } from "./engines/engine.ts";
+import type { LimitName } from "./fair-share/session-limiter.ts";
 
 export type MissingIds = "prompt" | "response" | "both";
 
@@ -70,6 +71,13 @@ export class ProxyMetrics {
         values: new Map(),
       },
     ],
+    [
+      "polar_proxy_fair_share_refused_total",
+      {
+        help: "Requests answered 429 by fair share: a session over max_in_flight or tokens_per_minute, or an address over its limit of requests without a valid credential.",
+        values: new Map(),
+      },
+    ],
   ]);
 
   captured(engine: EngineName, provider: Provider): void {
@@ -100,6 +108,10 @@ export class ProxyMetrics {
 
   refused(provider: Provider): void {
     this.add("polar_proxy_refused_total", `provider="${provider}"`);
+  }
+
+  fairShareRefused(limit: LimitName | "address"): void {
+    this.add("polar_proxy_fair_share_refused_total", `limit="${limit}"`);
   }
 
   tito(outcome: string): void {

@@ -28,6 +28,12 @@ export interface NodeProxyOptions extends Omit<ProxyDeps, "upstream" | "store"> 
   port?: number;
 }
 
+/** @hono/node-server hands each request's IncomingMessage in as `env.incoming`. */
+function socketPeer(_request: Request, env: unknown): string | null {
+  const incoming = (env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming;
+  return incoming?.socket?.remoteAddress ?? null;
+}
+
 export interface RunningProxy {
   url: string;
   port: number;
@@ -86,6 +92,7 @@ export async function startNodeProxy(opts: NodeProxyOptions): Promise<RunningPro
     // node:zlib at level 1 without web streams: CompressionStream (level 6) was ~2.4 ms a capture.
     gzip: rest.gzip ?? ((parts) => gzipPartsSync(parts)),
     closeOnUnreadBody: rest.closeOnUnreadBody ?? true,
+    clientAddress: rest.clientAddress ?? socketPeer,
     upstream: upstreamOf(upstreamUrl),
     replicas,
   });

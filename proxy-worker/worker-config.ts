@@ -63,6 +63,11 @@ const WorkerVars = z.object({
   /** As `polar proxy --token-in-token-out` and `--tito-completions` (docs/tito.md). */
   TOKEN_IN_TOKEN_OUT: z.enum(["on", "off"]).default("off"),
   TITO_COMPLETIONS: z.string().min(1).optional(),
+  /** Fair share for sessions whose token carries no limits (docs/security.md "Fair share at the proxy"). */
+  SESSION_MAX_IN_FLIGHT: z.coerce.number().int().positive().max(4096).optional(),
+  SESSION_TOKENS_PER_MINUTE: z.coerce.number().int().positive().max(10_000_000_000).optional(),
+  /** Requests per minute from one address without a valid credential; 0 turns the limit off. */
+  ADDRESS_LIMIT_PER_MINUTE: z.coerce.number().int().nonnegative().max(1_000_000).default(120),
 });
 
 /** Why the Worker cannot serve: every request gets this message (500) until the config is fixed. */
@@ -127,6 +132,15 @@ export function depsFromEnv(env: Record<string, unknown>, fetcher: typeof fetch)
     control: controlFromEnv(vars, env, presignGet),
     ...(vars.TOKEN_IN_TOKEN_OUT === "on" ? { tokenInTokenOut: true } : {}),
     ...(titoCompletions ? { titoCompletions } : {}),
+    sessionLimits: {
+      ...(vars.SESSION_MAX_IN_FLIGHT ? { maxInFlight: vars.SESSION_MAX_IN_FLIGHT } : {}),
+      ...(vars.SESSION_TOKENS_PER_MINUTE ? { tokensPerMinute: vars.SESSION_TOKENS_PER_MINUTE } : {}),
+    },
+    ...(vars.ADDRESS_LIMIT_PER_MINUTE > 0
+      ? { addressLimit: { perMinute: vars.ADDRESS_LIMIT_PER_MINUTE } }
+      : {}),
+    // Cloudflare sets it on every request to the client's address; a client cannot forge it.
+    clientAddress: (request) => request.headers.get("cf-connecting-ip"),
   };
 }
 

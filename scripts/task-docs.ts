@@ -7,6 +7,7 @@
 //   node scripts/task-docs.ts --check   exit 1 and say what differs (test/unit/task-docs.test.ts)
 import { readFile, writeFile } from "node:fs/promises";
 import { z } from "zod";
+import { RUNNER_DEFAULTS } from "../batch-runner/runner-defaults.ts";
 import { TaskRequest } from "../shared/schemas/task.ts";
 import {
   CliSettings,
@@ -61,6 +62,14 @@ export const TABLES: Record<string, { schema: z.ZodType; fields: Record<string, 
       "agent.token_in_token_out": [
         "Token-in-token-out: the proxy builds each prompt from the session's captured ids, so the model sees exactly what it sampled and the session stays one trace (docs/tito.md).",
         "`true`",
+      ],
+      "agent.proxy_limits.max_in_flight": [
+        `Model calls of one session the proxy runs at once; more are answered 429 with \`retry-after\` in the harness's provider shape. Default: the runner's (${RUNNER_DEFAULTS.proxyMaxInFlight}) (docs/security.md "Fair share at the proxy").`,
+        "`4`",
+      ],
+      "agent.proxy_limits.tokens_per_minute": [
+        `Prompt plus completion tokens (the engine's usage) one session may use per minute; past it, 429 with the wait. Default: the runner's (${RUNNER_DEFAULTS.proxyTokensPerMinute.toLocaleString("en-US")}).`,
+        "`1000000`",
       ],
       "agent.settings": [
         "The preset's own settings, checked against its schema ([Harness settings](#harness-settings)).",

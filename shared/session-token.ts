@@ -1,13 +1,15 @@
 import { z } from "zod";
 import { Base64Error, base64UrlToBytes, bytesToBase64Url } from "./encoding/base64.ts";
 import { isValidId } from "./ids.ts";
+import type { SessionLimits } from "./schemas/proxy-limits.ts";
 import { AgentSampling } from "./schemas/sampling.ts";
 
 /**
  * Session tokens keep the proxy stateless (docs/architecture.md, "Session tokens"): `payload.signature`,
- * payload = base64url JSON `{sid, tid, exp, att?, smp?, tito?}` (exp in Unix seconds; `smp` the task's
+ * payload = base64url JSON `{sid, tid, exp, att?, smp?, tito?, lim?}` (exp in Unix seconds; `smp` the task's
  * `agent.sampling`, absent in tokens minted without one, so older tokens stay valid; `tito` true
- * for a token-in-token-out task), signature =
+ * for a token-in-token-out task; `lim` the session's limits at the proxy, `{fl?, tpm?}` for calls in
+ * flight and tokens per minute), signature =
  * base64url HMAC-SHA256 of the payload string with the signing key. WebCrypto only, so the
  * same code runs in Workers and Node.
  */
@@ -25,6 +27,8 @@ export interface MintOptions {
   sampling?: AgentSampling | null;
   /** The task's `agent.token_in_token_out`: the proxy splices prompts from captured ids (`tito` claim). */
   tokenInTokenOut?: boolean;
+  /** What the proxy lets this session take from the engine (`lim` claim; docs/security.md "Fair share"). */
+  limits?: SessionLimits;
   ttlSeconds?: number;
   /** Milliseconds since the epoch, as `Date.now()`. */
   now?: number;
@@ -41,6 +45,8 @@ export type VerifyResult =
       sampling?: AgentSampling;
       /** Present (true) only in tokens minted for a token-in-token-out task. */
       tokenInTokenOut?: boolean;
+      /** Present only in tokens minted with limits. */
+      limits?: SessionLimits;
     }
   | { ok: false; reason: "malformed" | "bad_signature" | "expired" | "invalid_ids" };
 
@@ -51,6 +57,12 @@ const Payload = z.object({
   att: z.number().int().nonnegative().optional(),
   smp: AgentSampling.optional(),
   tito: z.literal(true).optional(),
+  lim: z
+    .strictObject({
+      fl: z.number().int().positive().optional(),
+      tpm: z.number().int().positive().optional(),
+    })
+    .optional(),
 });
 
 const encoder = new TextEncoder();
@@ -81,6 +93,8 @@ export async function mintSessionToken(opts: MintOptions, key: string): Promise<
   if (attempt > 0) payload.att = attempt;
   if (sampling?.success && Object.keys(sampling.data).length > 0) payload.smp = sampling.data;
   if (opts.tokenInTokenOut === true) payload.tito = true;
+  const lim = limitsClaim(opts.limits);
+  if (lim) payload.lim = lim;
   const encoded = bytesToBase64Url(encoder.encode(JSON.stringify(payload)));
   const signature = await crypto.subtle.sign("HMAC", await hmacKey(key), encoder.encode(encoded));
   return `${encoded}.${bytesToBase64Url(new Uint8Array(signature))}`;
@@ -122,7 +136,31 @@ export async function verifySessionToken(
     exp: payload.exp,
     ...(payload.smp ? { sampling: payload.smp } : {}),
     ...(payload.tito ? { tokenInTokenOut: true } : {}),
+    ...(payload.lim && Object.keys(payload.lim).length > 0
+      ? {
+          limits: {
+            ...(payload.lim.fl !== undefined ? { maxInFlight: payload.lim.fl } : {}),
+            ...(payload.lim.tpm !== undefined ? { tokensPerMinute: payload.lim.tpm } : {}),
+          },
+        }
+      : {}),
   };
+}
+
+function limitsClaim(limits: SessionLimits | undefined): z.infer<typeof Payload>["lim"] | null {
+  if (!limits) return null;
+  const claim: NonNullable<z.infer<typeof Payload>["lim"]> = {};
+  for (const [name, key, value] of [
+    ["maxInFlight", "fl", limits.maxInFlight],
+    ["tokensPerMinute", "tpm", limits.tokensPerMinute],
+  ] as const) {
+    if (value === undefined) continue;
+    if (!Number.isInteger(value) || value < 1) {
+      throw new SessionTokenError(`limits.${name} must be an integer >= 1, got ${value}`);
+    }
+    claim[key] = value;
+  }
+  return Object.keys(claim).length > 0 ? claim : null;
 }
 
 export class SessionTokenError extends Error {}

@@ -8,6 +8,7 @@ import { freshRuntimes } from "../evaluation/fresh-runtime.ts";
 import type { PresetContext } from "../harness/preset.ts";
 import type { QueueMessage } from "../queue/queue.ts";
 import { loadCaptures } from "../reconstruction/load-captures.ts";
+import { RUNNER_DEFAULTS } from "../runner-defaults.ts";
 import { type Runtime, RuntimeSpecRefused } from "../runtime/runtime.ts";
 import { isCancelled } from "./cancellation.ts";
 import { finishTaskIfUnfinished } from "./session-result.ts";
@@ -134,6 +135,11 @@ export async function initSession(
             attempt,
             sampling: task.agent.sampling,
             tokenInTokenOut: task.agent.token_in_token_out,
+            limits: {
+              maxInFlight: task.agent.proxy_limits?.max_in_flight ?? RUNNER_DEFAULTS.proxyMaxInFlight,
+              tokensPerMinute:
+                task.agent.proxy_limits?.tokens_per_minute ?? RUNNER_DEFAULTS.proxyTokensPerMinute,
+            },
             ttlSeconds: task.timeout_seconds + deps.tokenMarginSeconds,
           },
           deps.signingKey,

@@ -21,6 +21,8 @@ const usage = `Usage: polar proxy --upstream URL [--upstream URL ...] [--upstrea
                    [--max-body-mb 32] [--body-timeout-s 30] [--body-idle-timeout-s 10]
                    [--max-json-depth 128] [--upstream-timeout-s 600] [--log-requests]
                    [--token-in-token-out] [--tito-completions PARSER|MODEL=PARSER,...]
+                   [--session-max-in-flight N] [--session-tokens-per-minute N]
+                   [--address-limit 120] [--address-header NAME]
 
 The capture gateway on Node. Harnesses point their model base URL here; every model call is
 sent to the upstream engine (vLLM or SGLang, Chat Completions), captured with its token ids
@@ -70,6 +72,16 @@ and logprobs to the store, and answered in the harness's own API shape.
                         vLLM's /inference/v1/generate when it serves it, else /v1/completions
   --no-engine-versions  do not read vLLM's GET /weight_info around each call (default: read, so
                         captures carry the engine's own weight versions; docs/engines.md)
+  --session-max-in-flight N  fair share: model calls one session may have in progress; more get
+                        429 with retry-after. Applies to tokens without limits of their own
+                        (runners put the task's agent.proxy_limits, or their defaults, in the token)
+  --session-tokens-per-minute N  fair share: prompt + completion tokens one session may use per
+                        minute (same rule); default for both: no limit
+  --address-limit N     requests a minute one address may send without a valid credential
+                        (answered 401/404) before it gets 429 (default 120; 0: off). Sessions whose
+                        token this proxy already verified are never refused by it
+  --address-header NAME take the client address from this header (e.g. x-real-ip, or the last
+                        x-forwarded-for entry), set by a reverse proxy in front; default: the peer
   --port, --host        where to listen (default 127.0.0.1:8787)
 
 For a local control API without SQS (in-memory queue, directory store, a runner in-process), use
@@ -157,6 +169,10 @@ const command: Command = {
         "upstream-timeout-s": { type: "string" },
         "jobs-queue": { type: "string" },
         "log-requests": { type: "boolean" },
+        "session-max-in-flight": { type: "string" },
+        "session-tokens-per-minute": { type: "string" },
+        "address-limit": { type: "string" },
+        "address-header": { type: "string" },
       },
       strict: true,
       allowPositionals: false,
@@ -219,6 +235,17 @@ const command: Command = {
     const bodyTimeoutS = numberFlag("body-timeout-s", values["body-timeout-s"], 30, 0.1, 3600);
     const bodyIdleS = numberFlag("body-idle-timeout-s", values["body-idle-timeout-s"], 10, 0.1, 3600);
     const maxJsonDepth = numberFlag("max-json-depth", values["max-json-depth"], 128, 1, 100_000);
+    const optionalInt = (name: string, max: number) => {
+      const given = values[name as keyof typeof values] as string | undefined;
+      return given === undefined ? undefined : Math.floor(numberFlag(name, given, 1, 1, max));
+    };
+    const sessionMaxInFlight = optionalInt("session-max-in-flight", 4096);
+    const sessionTokensPerMinute = optionalInt("session-tokens-per-minute", 10_000_000_000);
+    const addressLimit = Math.floor(numberFlag("address-limit", values["address-limit"], 120, 0, 1_000_000));
+    const addressHeader = values["address-header"];
+    if (addressHeader !== undefined && !/^[A-Za-z0-9-]+$/.test(addressHeader)) {
+      throw new UsageError(`--address-header must be a header name, got ${JSON.stringify(addressHeader)}`);
+    }
     const adminToken = values["admin-token"] || process.env.POLAR_ADMIN_TOKEN || undefined;
     const controlToken = values["control-token"] || process.env.POLAR_CONTROL_TOKEN || undefined;
     const jobsQueue = values["jobs-queue"];
@@ -266,6 +293,13 @@ const command: Command = {
       tokenInTokenOut: values["token-in-token-out"] === true,
       ...(titoCompletions ? { titoCompletions } : {}),
       ...(values["no-engine-versions"] ? { engineVersions: false } : {}),
+      sessionLimits: {
+        ...(sessionMaxInFlight !== undefined ? { maxInFlight: sessionMaxInFlight } : {}),
+        ...(sessionTokensPerMinute !== undefined ? { tokensPerMinute: sessionTokensPerMinute } : {}),
+      },
+      ...(addressLimit > 0
+        ? { addressLimit: { perMinute: addressLimit, ...(addressHeader ? { header: addressHeader } : {}) } }
+        : {}),
       limits: {
         maxBodyBytes: Math.floor(maxBodyMb * 1024 * 1024),
         bodyTimeoutMs: Math.round(bodyTimeoutS * 1000),

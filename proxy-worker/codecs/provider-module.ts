@@ -1,5 +1,6 @@
 import type { Provider } from "../../shared/schemas/capture.ts";
 import type { ProviderCodec, RequestContext } from "./codec.ts";
+import type { RateLimit } from "./common/rate-limit.ts";
 import type { UpstreamModel } from "./common/upstream-model.ts";
 
 /** What one provider route asks for, decided from the method, path and headers before the body is read. */
@@ -44,6 +45,8 @@ export interface ProviderModule<P extends string = Provider> extends Omit<Provid
   countTokens: TokenCounting | null;
   /** Whether the client's request (which has tools) turned parallel tool calls off; recorded on the capture. */
   parallelToolCallsDisabled(body: Record<string, unknown>): boolean;
+  /** This provider's 429 body for a call the proxy refused for fair share (fair-share/); status and headers are set there. */
+  encodeRateLimit(limit: RateLimit): unknown;
   /** The upstream model list in this provider's list-models shape. */
   listModels(models: UpstreamModel[]): unknown;
   /**

@@ -7,6 +7,7 @@ import type { ObjectStore } from "../../shared/store/object-store.ts";
 import { readStoredTask, submitTask, TaskConflictError } from "../../shared/tasks/submit-task.ts";
 import { describeIssues, validateTask } from "../../shared/tasks/validate-task.ts";
 import { type CredentialList, matchesAny, parseCredentials, presentedCredential } from "../credentials.ts";
+import { markAuthenticated } from "../fair-share/address-gate.ts";
 import { depthExceededAt } from "../json-depth.ts";
 import { DEFAULT_MAX_JSON_DEPTH } from "../limits.ts";
 import type { ControlDeps } from "./control-deps.ts";
@@ -151,6 +152,7 @@ function controlGuard(tokens: CredentialList): MiddlewareHandler {
     if (!(await matchesAny(presentedCredential(c.req.raw.headers), tokens))) {
       return c.json(errorBody("missing or wrong control token (Authorization: Bearer <token>)"), 401);
     }
+    markAuthenticated(c.req.raw);
     await next();
   };
 }

@@ -11,6 +11,7 @@ import type { ChatRequest } from "../chat/types.ts";
 import type { DecodedRequest, ProviderCodec } from "../codecs/codec.ts";
 import type { Gateway } from "../deps.ts";
 import { clientAskedLogprobs, isObject } from "../engines/engine.ts";
+import { tokensOfCall } from "../fair-share/session-limiter.ts";
 import { providerError } from "../provider-error.ts";
 import {
   DEFAULT_UPSTREAM_TIMEOUT_MS,
@@ -104,8 +105,10 @@ async function stream(
   const store = async (): Promise<string | null> => {
     facts.endedAt = g.clock();
     stampEngineVersions(facts, await g.engineVersions.end(up, call.engineVersionStart));
+    const record = buildCaptureRecord(facts);
+    g.fairShare.charge(facts.identity, tokensOfCall(record));
     try {
-      await writeCapture(g.store, buildCaptureRecord(facts), {
+      await writeCapture(g.store, record, {
         ...g.captureRetry,
         log: g.log,
         gzip: g.gzip,

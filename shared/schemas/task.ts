@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { Id, JsonObject } from "./common.ts";
+import { ProxyLimits } from "./proxy-limits.ts";
 import { TaskEnv } from "./reserved-env.ts";
 import { AgentSampling } from "./sampling.ts";
 
@@ -31,6 +32,8 @@ export const AgentSpec = z.strictObject({
   sampling: AgentSampling.optional(),
   /** Token-in, token-out: the proxy splices each prompt from the session's captured ids (docs/tito.md). */
   token_in_token_out: z.boolean().optional(),
+  /** Per-session limits the proxy enforces (calls in flight, tokens per minute); runner defaults fill gaps. */
+  proxy_limits: ProxyLimits.optional(),
 });
 
 export const RUNTIME_BACKENDS = ["process", "bwrap", "apptainer", "docker"] as const;

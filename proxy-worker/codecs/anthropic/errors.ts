@@ -1,3 +1,4 @@
+import type { RateLimit } from "../common/rate-limit.ts";
 import { sseFrame } from "../common/sse-frame.ts";
 
 /** HTTP status -> Anthropic error type, as the API documents them. */
@@ -27,4 +28,12 @@ export function encodeAnthropicError(status: number, message: string) {
 /** An error after the stream started: the status line is gone, so the error travels as an event. */
 export function encodeAnthropicStreamError(status: number, message: string): string {
   return sseFrame(encodeAnthropicError(status, message), "error");
+}
+
+/**
+ * Anthropic's 429 (`rate_limit_error`; not 529, which means the service is overloaded): the SDKs and
+ * Claude Code wait the `retry-after` header. Recorded shape: __fixtures__/rate-limit.429.json.
+ */
+export function encodeAnthropicRateLimit(limit: RateLimit) {
+  return encodeAnthropicError(429, limit.message);
 }

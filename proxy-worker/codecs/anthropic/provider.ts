@@ -2,6 +2,7 @@ import { isObject } from "../../engines/engine.ts";
 import { asArray, pick } from "../common/sft-conversation.ts";
 import type { ProviderModule } from "../provider-module.ts";
 import { countTokensToTokenizeBody } from "./count-tokens.ts";
+import { encodeAnthropicRateLimit } from "./errors.ts";
 import { anthropicCodec } from "./index.ts";
 import { anthropicModelList } from "./model-list.ts";
 
@@ -32,6 +33,7 @@ export const anthropicProvider: ProviderModule<"anthropic"> = {
   parallelToolCallsDisabled: (body) =>
     isObject(body.tool_choice) && body.tool_choice.disable_parallel_tool_use === true,
   listModels: anthropicModelList,
+  encodeRateLimit: encodeAnthropicRateLimit,
   sftConversation: (req, answer) => ({
     ...pick(req, "system"),
     messages: [...asArray(req.messages, "request.messages"), { role: "assistant", content: answer.content }],

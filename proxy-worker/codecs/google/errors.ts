@@ -1,3 +1,4 @@
+import { delayText, type RateLimit } from "../common/rate-limit.ts";
 import { sseFrame } from "../common/sse-frame.ts";
 
 /**
@@ -33,4 +34,22 @@ export function encodeGoogleError(status: number, message: string) {
 /** An error after the stream started: @google/genai raises a record with an `error` key. */
 export function encodeGoogleStreamError(status: number, message: string): string {
   return sseFrame(encodeGoogleError(status, message));
+}
+
+/**
+ * Google's 429 with a `google.rpc.RetryInfo` detail, as Gemini answers a per-minute quota. Gemini
+ * CLI retries a RESOURCE_EXHAUSTED whose RetryInfo asks for at most 5 minutes, after that delay;
+ * without one it backs off on its own. No QuotaFailure detail: a daily quota id there makes it stop.
+ * Recorded shape: __fixtures__/rate-limit.429.json.
+ */
+export function encodeGoogleRateLimit(limit: RateLimit) {
+  const seconds = Number((limit.retryAfterMs / 1000).toFixed(3));
+  return {
+    error: {
+      code: 429,
+      message: `${limit.message}. Please retry in ${delayText(limit.retryAfterMs)}.`,
+      status: googleStatusName(429),
+      details: [{ "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: `${seconds}s` }],
+    },
+  };
 }

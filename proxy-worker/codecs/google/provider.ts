@@ -2,6 +2,7 @@ import type { RequestContext } from "../codec.ts";
 import { safeDecode } from "../common/safe-decode.ts";
 import { asArray, pick } from "../common/sft-conversation.ts";
 import type { ProviderModule } from "../provider-module.ts";
+import { encodeGoogleRateLimit } from "./errors.ts";
 import { googleCodec } from "./index.ts";
 import { googleModelList } from "./model-list.ts";
 
@@ -52,6 +53,7 @@ export const googleProvider: ProviderModule<"google"> = {
   // Google's API has no switch for parallel function calls.
   parallelToolCallsDisabled: () => false,
   listModels: googleModelList,
+  encodeRateLimit: encodeGoogleRateLimit,
   sftConversation(req, answer) {
     const candidate = asArray(answer.candidates, "candidates")[0] as { content?: unknown } | undefined;
     if (!candidate?.content) throw new Error("the answer has no candidates[0].content");

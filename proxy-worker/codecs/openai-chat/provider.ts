@@ -1,3 +1,4 @@
+import { openaiRateLimitEnvelope } from "../common/openai-error-envelope.ts";
 import { asArray, pick } from "../common/sft-conversation.ts";
 import { openaiModelList } from "../common/upstream-model.ts";
 import type { ProviderModule } from "../provider-module.ts";
@@ -17,6 +18,7 @@ export const openaiChatProvider: ProviderModule<"openai_chat"> = {
   countTokens: null,
   parallelToolCallsDisabled: (body) => body.parallel_tool_calls === false,
   listModels: openaiModelList,
+  encodeRateLimit: openaiRateLimitEnvelope,
   sftConversation(req, answer) {
     const choice = asArray(answer.choices, "choices")[0] as { message?: unknown } | undefined;
     if (!choice?.message) throw new Error("the answer has no choices[0].message");

@@ -1,3 +1,4 @@
+import { openaiRateLimitEnvelope } from "../common/openai-error-envelope.ts";
 import { asArray, pick } from "../common/sft-conversation.ts";
 import { openaiModelList } from "../common/upstream-model.ts";
 import type { ProviderModule } from "../provider-module.ts";
@@ -20,6 +21,7 @@ export const openaiResponsesProvider: ProviderModule<"openai_responses"> = {
   countTokens: null,
   parallelToolCallsDisabled: (body) => body.parallel_tool_calls === false,
   listModels: openaiModelList,
+  encodeRateLimit: openaiRateLimitEnvelope,
   sftConversation(req, answer) {
     // `input` may be a bare string: the Responses API's shorthand for one user message.
     const input =
