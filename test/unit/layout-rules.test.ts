@@ -36,9 +36,11 @@ const TOOLS = ["bin", "bench", "test", "scripts", "examples", "infra"];
 
 /**
  * Rooms of `batch-runner/`, lowest first: a room imports only rooms below it. Files directly in
- * `batch-runner/` (the runner, its defaults, the error list) sit on top.
+ * `batch-runner/` (the runner, the error list, submission) sit on top, but for the defaults table,
+ * which imports nothing and which any room may read.
  */
 const RUNNER_ROOMS = [
+  ["runner-defaults.ts"],
   ["queue", "shards", "runtime"],
   ["reconstruction", "harness", "harbor"],
   ["evaluation"],
@@ -52,7 +54,8 @@ function partOf(file: string): string {
 
 function runnerRoom(file: string): string {
   const parts = file.split("/");
-  return parts.length > 2 ? parts[1] : "(top)";
+  if (parts.length > 2) return parts[1];
+  return RUNNER_ROOMS.some((level) => level.includes(parts[1])) ? parts[1] : "(top)";
 }
 
 function roomLevel(room: string): number {
