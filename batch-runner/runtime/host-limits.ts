@@ -1,0 +1,38 @@
+import { cgroupSupport, SessionCgroup } from "./cgroup.ts";
+import { diskVolumeSupport } from "./disk-volume.ts";
+import { effectiveLimits, type LimitSupport, type SessionLimits } from "./limits.ts";
+import type { RuntimeSpecInput } from "./runtime.ts";
+
+/**
+ * What a backend whose commands run as host processes (bwrap, process) can enforce here: memory,
+ * pids and cpus through a cgroup, the disk through a size-capped volume (bwrap only: a `process`
+ * session can write anywhere its user can, so capping its work dir would bound nothing), output by
+ * counting what the runner reads. No GPU is passed into bwrap (`--dev` holds no GPU device).
+ *
+ * rlimits were weighed for `process` and do not bound a session: RLIMIT_AS makes V8 fail to start
+ * (it reserves address space far beyond any sane `memory_mb`), RLIMIT_NPROC counts every process of
+ * the user (and root is exempt), RLIMIT_FSIZE caps one file, not a directory.
+ */
+export function hostLimitSupport(backend: "bwrap" | "process"): LimitSupport {
+  const cg = cgroupSupport();
+  return {
+    memory_mb: cg.memory_mb,
+    pids: cg.pids,
+    cpus: cg.cpus,
+    disk_mb:
+      backend === "bwrap"
+        ? diskVolumeSupport()
+        : "a process session writes wherever the runner's user can; only a sandbox's work dir can be capped",
+    output_mb: true,
+    gpus: `${backend} passes no GPU devices (use docker or apptainer)`,
+  };
+}
+
+/** The session's limits (refusing what cannot be enforced) and its cgroup, before any dir exists. */
+export function hostLimits(backend: "bwrap" | "process", spec: RuntimeSpecInput): SessionLimits {
+  return effectiveLimits(backend, spec.limits, spec.defaultLimits, hostLimitSupport(backend));
+}
+
+export function sessionCgroup(runtimeId: string, limits: SessionLimits): Promise<SessionCgroup | null> {
+  return SessionCgroup.create(runtimeId, limits);
+}

@@ -1,0 +1,130 @@
+import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bwrapProblem, bwrapRuntimeFactory } from "../../batch-runner/runtime/bwrap.ts";
+import { cgroupSupport } from "../../batch-runner/runtime/cgroup.ts";
+import { diskVolumeSupport } from "../../batch-runner/runtime/disk-volume.ts";
+import { effectiveLimits } from "../../batch-runner/runtime/limits.ts";
+import { processRuntimeFactory } from "../../batch-runner/runtime/process.ts";
+import { type RuntimeSpecInput, RuntimeSpecRefused } from "../../batch-runner/runtime/runtime.ts";
+
+const bwrap = bwrapProblem();
+const cg = cgroupSupport();
+const enforceable = bwrap === null && cg.memory_mb === true && cg.pids === true && diskVolumeSupport() === true;
+
+const spec = (limits: RuntimeSpecInput["limits"], sessionId = "limits"): RuntimeSpecInput => ({
+  sessionId,
+  env: {},
+  limits,
+  proxyUrl: "http://127.0.0.1:9",
+});
+
+/** Every pid of this host whose cwd or command line names the session root. */
+async function leftovers(root: string): Promise<number> {
+  const { readdir, readlink, readFile } = await import("node:fs/promises");
+  let n = 0;
+  for (const name of await readdir("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    const cwd = await readlink(`/proc/${name}/cwd`).catch(() => "");
+    const cmd = await readFile(`/proc/${name}/cmdline`, "utf8").catch(() => "");
+    if (cwd.startsWith(root) || cmd.includes(root)) n++;
+  }
+  return n;
+}
+
+describe("session limits: which are enforced, which refused", () => {
+  const support = {
+    memory_mb: true,
+    pids: true,
+    cpus: "no cpu controller",
+    disk_mb: "not root",
+    output_mb: true,
+    gpus: "no GPU devices",
+  } as const;
+
+  it("a limit the task asks for and the backend cannot enforce refuses the session, naming both", () => {
+    expect(() => effectiveLimits("bwrap", { disk_mb: 100 }, {}, support)).toThrow(RuntimeSpecRefused);
+    expect(() => effectiveLimits("bwrap", { disk_mb: 100 }, {}, support)).toThrow(
+      "runtime.limits.disk_mb cannot be enforced by bwrap here: not root",
+    );
+    expect(() => effectiveLimits("bwrap", { gpus: 1 }, {}, support)).toThrow(/gpus/);
+  });
+
+  it("a runner default the backend cannot enforce is dropped; the task's own values win", () => {
+    expect(
+      effectiveLimits("bwrap", { memory_mb: 512, gpus: 0 }, { memory_mb: 4096, pids: 4096, disk_mb: 9 }, support),
+    ).toEqual({ memory_mb: 512, pids: 4096 });
+  });
+
+  it("process refuses a disk limit (its agent writes wherever the runner's user can)", async () => {
+    const root = await mkdtemp(join(tmpdir(), "polar-limits-"));
+    try {
+      await expect(processRuntimeFactory({ sessionsRoot: root }).create(spec({ disk_mb: 64 }))).rejects.toThrow(
+        /runtime\.limits\.disk_mb cannot be enforced by process/,
+      );
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe.skipIf(!enforceable)("bwrap session limits, enforced by the kernel", () => {
+  let root: string;
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), "polar-limits-"));
+  });
+  afterAll(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  const create = (limits: RuntimeSpecInput["limits"], id: string) =>
+    bwrapRuntimeFactory({ sessionsRoot: join(root, "sessions") }).create(spec(limits, id));
+
+  it("pids: 200 forks under a limit of 64 end as limit:pids, and nothing is left", async () => {
+    const rt = await create({ pids: 64 }, "pids");
+    const res = await rt.exec(["sh", "-c", "for i in $(seq 200); do sleep 30 & done; wait"], { timeoutMs: 20_000 });
+    expect(res.limit).toBe("pids");
+    expect(res.timedOut).toBe(false);
+    await rt.stop();
+    expect(await leftovers(join(root, "sessions"))).toBe(0);
+  });
+
+  it("memory: 256 MiB written under a limit of 64 MiB end as limit:memory", async () => {
+    const rt = await create({ memory_mb: 64 }, "memory");
+    const res = await rt.exec(["python3", "-c", "a = b'x' * (256 * 1024 * 1024); print(len(a))"], {
+      timeoutMs: 20_000,
+    });
+    expect(res.limit).toBe("memory");
+    expect(res.stdout).toBe("");
+    await rt.stop();
+  });
+
+  it("disk: 64 MiB written to a 16 MiB work dir end as limit:disk, and the volume is gone after stop", async () => {
+    const rt = await create({ disk_mb: 16 }, "disk");
+    const res = await rt.exec(["sh", "-c", "dd if=/dev/zero of=big bs=1M count=64; echo done"], {
+      timeoutMs: 20_000,
+    });
+    expect(res.limit).toBe("disk");
+    expect(rt.workDir.startsWith(join(root, "sessions"))).toBe(true);
+    await rt.stop();
+    expect(existsSync(rt.workDir)).toBe(false);
+  });
+
+  it("output: 5 MB printed under output_mb 1 end as limit:output, cut at once", async () => {
+    const rt = await create({ output_mb: 1 }, "output");
+    const started = Date.now();
+    const res = await rt.exec(["sh", "-c", "while true; do head -c 1000000 /dev/zero; done"], { timeoutMs: 20_000 });
+    expect(res.limit).toBe("output");
+    expect(Date.now() - started).toBeLessThan(10_000);
+    await rt.stop();
+  });
+
+  it("a command that stays inside its limits has none hit", async () => {
+    const rt = await create({ pids: 64, memory_mb: 256, disk_mb: 32, output_mb: 1 }, "fine");
+    const res = await rt.exec(["sh", "-c", "echo hi > f && cat f"]);
+    expect(res).toMatchObject({ exitCode: 0, stdout: "hi\n", limit: null });
+    await rt.stop();
+  });
+});
