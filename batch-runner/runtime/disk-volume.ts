@@ -28,7 +28,8 @@ const FULL_BYTES = 1024 * 1024;
  * device, which needs root (mount, losetup), `mkfs.ext4` and the loop driver.
  */
 export function diskVolumeSupport(): true | string {
-  if (process.platform !== "linux") return "size-capped work dirs need Linux (an ext4 image on a loop device)";
+  if (process.platform !== "linux")
+    return "size-capped work dirs need Linux (an ext4 image on a loop device)";
   if (typeof process.getuid === "function" && process.getuid() !== 0) {
     return "size-capped work dirs need a runner started as root (an ext4 image is loop-mounted per session)";
   }
@@ -113,7 +114,7 @@ export async function unmountUnder(root: string): Promise<void> {
   }
   const points = lines
     .map((l) => l.split(" ")[4])
-    .filter((p): p is string => p !== undefined && p.startsWith(`${root}/`))
+    .filter((p): p is string => p?.startsWith(`${root}/`) === true)
     // Deepest first.
     .sort((a, b) => b.length - a.length);
   for (const p of points) await unmount(p);

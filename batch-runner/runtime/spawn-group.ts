@@ -123,9 +123,7 @@ export function spawnGroup(argv: string[], opts: SpawnGroupOptions): Promise<Exe
       const durationMs = Date.now() - started;
       // A limit the kernel enforced may have ended the command by itself (an OOM-killed leader).
       if (limit === null) limit = opts.limitHit?.() ?? null;
-      void extraKill.then(() =>
-        resolve({ exitCode, signal, timedOut, stdout, stderr, durationMs, limit }),
-      );
+      void extraKill.then(() => resolve({ exitCode, signal, timedOut, stdout, stderr, durationMs, limit }));
     };
     child.on("error", (err) => {
       stderr += `${err.message}\n`;

@@ -12,7 +12,8 @@ import { type RuntimeSpecInput, RuntimeSpecRefused } from "../../batch-runner/ru
 
 const bwrap = bwrapProblem();
 const cg = cgroupSupport();
-const enforceable = bwrap === null && cg.memory_mb === true && cg.pids === true && diskVolumeSupport() === true;
+const enforceable =
+  bwrap === null && cg.memory_mb === true && cg.pids === true && diskVolumeSupport() === true;
 
 const spec = (limits: RuntimeSpecInput["limits"], sessionId = "limits"): RuntimeSpecInput => ({
   sessionId,
@@ -54,16 +55,21 @@ describe("session limits: which are enforced, which refused", () => {
 
   it("a runner default the backend cannot enforce is dropped; the task's own values win", () => {
     expect(
-      effectiveLimits("bwrap", { memory_mb: 512, gpus: 0 }, { memory_mb: 4096, pids: 4096, disk_mb: 9 }, support),
+      effectiveLimits(
+        "bwrap",
+        { memory_mb: 512, gpus: 0 },
+        { memory_mb: 4096, pids: 4096, disk_mb: 9 },
+        support,
+      ),
     ).toEqual({ memory_mb: 512, pids: 4096 });
   });
 
   it("process refuses a disk limit (its agent writes wherever the runner's user can)", async () => {
     const root = await mkdtemp(join(tmpdir(), "polar-limits-"));
     try {
-      await expect(processRuntimeFactory({ sessionsRoot: root }).create(spec({ disk_mb: 64 }))).rejects.toThrow(
-        /runtime\.limits\.disk_mb cannot be enforced by process/,
-      );
+      await expect(
+        processRuntimeFactory({ sessionsRoot: root }).create(spec({ disk_mb: 64 })),
+      ).rejects.toThrow(/runtime\.limits\.disk_mb cannot be enforced by process/);
     } finally {
       await rm(root, { recursive: true, force: true });
     }
@@ -84,7 +90,9 @@ describe.skipIf(!enforceable)("bwrap session limits, enforced by the kernel", ()
 
   it("pids: 200 forks under a limit of 64 end as limit:pids, and nothing is left", async () => {
     const rt = await create({ pids: 64 }, "pids");
-    const res = await rt.exec(["sh", "-c", "for i in $(seq 200); do sleep 30 & done; wait"], { timeoutMs: 20_000 });
+    const res = await rt.exec(["sh", "-c", "for i in $(seq 200); do sleep 30 & done; wait"], {
+      timeoutMs: 20_000,
+    });
     expect(res.limit).toBe("pids");
     expect(res.timedOut).toBe(false);
     await rt.stop();
@@ -115,7 +123,9 @@ describe.skipIf(!enforceable)("bwrap session limits, enforced by the kernel", ()
   it("output: 5 MB printed under output_mb 1 end as limit:output, cut at once", async () => {
     const rt = await create({ output_mb: 1 }, "output");
     const started = Date.now();
-    const res = await rt.exec(["sh", "-c", "while true; do head -c 1000000 /dev/zero; done"], { timeoutMs: 20_000 });
+    const res = await rt.exec(["sh", "-c", "while true; do head -c 1000000 /dev/zero; done"], {
+      timeoutMs: 20_000,
+    });
     expect(res.limit).toBe("output");
     expect(Date.now() - started).toBeLessThan(10_000);
     await rt.stop();
