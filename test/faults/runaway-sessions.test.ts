@@ -83,6 +83,8 @@ const TASKS: TaskRequestInput[] = [
   },
   // A daemon that double-forks out of the session's process group and outlives the harness.
   scripted("daemon", `(setsid sh -c 'sleep ${SLEEP} </dev/null >/dev/null 2>&1 & exit' &) ; echo forked`, {}),
+  // A limit bwrap cannot enforce (it passes no GPU devices): refused before anything runs.
+  scripted("unenforceable", "echo ran", { gpus: 1 }),
   // The neighbours: an ordinary task with two samples.
   {
     task_id: idOf("neighbour"),
@@ -102,6 +104,7 @@ const EXPECTED: Record<string, { status: string; reason?: string }> = {
   "loud-stdout": { status: "ERROR", reason: "limit:output" },
   "ignores-sigterm": { status: "TIMEOUT" },
   daemon: { status: "COMPLETED" },
+  unenforceable: { status: "ERROR", reason: "runtime.limits.gpus cannot be enforced by bwrap here" },
   neighbour: { status: "COMPLETED" },
 };
 
@@ -217,6 +220,8 @@ describe.skipIf(problem !== null)("runaway sessions beside normal ones, in bwrap
       for (const r of list) {
         expect(r.status, r.error ?? "").toBe(want.status);
         if (want.reason) expect(r.error ?? "").toMatch(new RegExp(`^${want.reason}: `));
+        // Refused at INIT: the harness never started, so nothing of it was recorded.
+        if (id === "unenforceable") expect(r.agent).toBeNull();
       }
     });
   }
