@@ -138,3 +138,34 @@ describe.skipIf(!enforceable)("bwrap session limits, enforced by the kernel", ()
     await rt.stop();
   });
 });
+
+describe.skipIf(cg.pids !== true)("process runtime: the cgroup finds what the marker scan cannot", () => {
+  it("a daemon that clears its environment and leaves the session dirs is killed at stop", async () => {
+    const root = await mkdtemp(join(tmpdir(), "polar-limits-"));
+    const seconds = 5000 + Math.floor(Math.random() * 900);
+    const sleepers = async () => {
+      const { readdir, readFile } = await import("node:fs/promises");
+      const found: number[] = [];
+      for (const name of await readdir("/proc")) {
+        const cmd = await readFile(`/proc/${name}/cmdline`, "utf8").catch(() => "");
+        if (cmd === `sleep\0${seconds}\0`) found.push(Number(name));
+      }
+      return found;
+    };
+    try {
+      const rt = await processRuntimeFactory({ sessionsRoot: root }).create(spec({ pids: 64 }, "escape"));
+      const res = await rt.exec([
+        "sh",
+        "-c",
+        `(cd / && env -i setsid sleep ${seconds} </dev/null >/dev/null 2>&1 &) ; sleep 0.2; echo forked`,
+      ]);
+      expect(res.stdout.trim()).toBe("forked");
+      expect(await sleepers()).toHaveLength(1);
+      await rt.stop();
+      expect(await sleepers()).toEqual([]);
+    } finally {
+      for (const pid of await sleepers()) process.kill(pid, "SIGKILL");
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+});
