@@ -6,6 +6,7 @@ import {
   startOrStop,
 } from "./bridged-runtime.ts";
 import type { WrappedCommand } from "./host-dir-runtime.ts";
+import { engineLimits } from "./host-limits.ts";
 import type { Runtime, RuntimeFactory, RuntimeSpecInput } from "./runtime.ts";
 import { HOST_NODE_DIR, type HostBridge, SANDBOX_BRIDGE_SCRIPT } from "./socket-bridge.ts";
 import { spawnGroup } from "./spawn-group.ts";
@@ -122,6 +123,7 @@ export function dockerRunArgs(o: {
     ...(limits.cpus ? ["--cpus", String(limits.cpus)] : []),
     ...(limits.memory_mb ? ["--memory", `${limits.memory_mb}m`] : []),
     ...(limits.gpus ? ["--gpus", String(limits.gpus)] : []),
+    ...(limits.pids ? ["--pids-limit", String(limits.pids)] : []),
     "--entrypoint",
     "sleep",
     o.spec.image ?? "",
@@ -145,8 +147,11 @@ export function dockerRuntimeFactory(opts: DockerOptions = {}): RuntimeFactory {
     backend: "docker",
     async create(spec: RuntimeSpecInput): Promise<Runtime> {
       requireImage(spec, IMAGE_REQUIRED);
-      const { id, dirs, bridge } = await prepareBridgedSession(spec, opts.sessionsRoot);
-      return startOrStop(new DockerRuntime(id, dirs, spec, bridge, opts));
+      const limits = engineLimits("docker", spec);
+      const { id, dirs, bridge } = await prepareBridgedSession(spec, opts.sessionsRoot, {
+        diskMb: limits.disk_mb,
+      });
+      return startOrStop(new DockerRuntime(id, dirs, { ...spec, limits }, bridge, opts).holdTo(limits, null));
     },
   };
 }

@@ -36,3 +36,20 @@ export function hostLimits(backend: "bwrap" | "process", spec: RuntimeSpecInput)
 export function sessionCgroup(runtimeId: string, limits: SessionLimits): Promise<SessionCgroup | null> {
   return SessionCgroup.create(runtimeId, limits);
 }
+
+/**
+ * Container engines apply memory, pids, cpus and GPUs with their own flags (their cgroups: the
+ * engine refuses to start when it has none); work and home live on the same size-capped volume as
+ * bwrap's, bound in (the container's own root layer is not capped), and output is counted here.
+ */
+export function engineLimits(backend: "docker" | "apptainer", spec: RuntimeSpecInput): SessionLimits {
+  const support: LimitSupport = {
+    memory_mb: true,
+    pids: true,
+    cpus: true,
+    gpus: true,
+    disk_mb: diskVolumeSupport(),
+    output_mb: true,
+  };
+  return effectiveLimits(backend, spec.limits, spec.defaultLimits, support);
+}

@@ -3,9 +3,11 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { apptainerFlags } from "../../batch-runner/runtime/apptainer.ts";
 import { bwrapProblem, bwrapRuntimeFactory } from "../../batch-runner/runtime/bwrap.ts";
 import { cgroupSupport } from "../../batch-runner/runtime/cgroup.ts";
 import { diskVolumeSupport } from "../../batch-runner/runtime/disk-volume.ts";
+import { dockerRunArgs } from "../../batch-runner/runtime/docker.ts";
 import { effectiveLimits } from "../../batch-runner/runtime/limits.ts";
 import { processRuntimeFactory } from "../../batch-runner/runtime/process.ts";
 import { type RuntimeSpecInput, RuntimeSpecRefused } from "../../batch-runner/runtime/runtime.ts";
@@ -62,6 +64,18 @@ describe("session limits: which are enforced, which refused", () => {
         support,
       ),
     ).toEqual({ memory_mb: 512, pids: 4096 });
+  });
+
+  it("container engines get memory, cpus, pids (and GPUs) as their own flags (argv only: no engine here)", () => {
+    const dirs = { root: "/s/x", workDir: "/s/x/work", homeDir: "/s/x/home", runDir: "/s/x/run" };
+    const limits = { cpus: 2, memory_mb: 512, pids: 128 };
+    const docker = dockerRunArgs({ name: "polar-x", dirs, spec: { ...spec(limits), image: "img" } });
+    const pairs = (argv: string[]) => argv.slice(0, -1).map((a, i) => `${a} ${argv[i + 1]}`);
+    expect(pairs(docker)).toEqual(expect.arrayContaining(["--cpus 2", "--memory 512m", "--pids-limit 128"]));
+    const apptainer = apptainerFlags({ dirs, gpus: false, limits });
+    expect(pairs(apptainer)).toEqual(
+      expect.arrayContaining(["--memory 512M", "--cpus 2", "--pids-limit 128"]),
+    );
   });
 
   it("process refuses a disk limit (its agent writes wherever the runner's user can)", async () => {
