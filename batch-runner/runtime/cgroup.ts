@@ -215,23 +215,12 @@ export class SessionCgroup {
     return null;
   }
 
-  /** SIGKILLs every process in the group until none is left (each kill round frees slots a bomb refills). */
+  /** SIGKILLs every process in the group until none is left. */
   async killAll(): Promise<void> {
     const dir = this.groupDirs()[0];
     if (!dir) return;
     if (this.layout.version === 2) await writeFile(join(dir, "cgroup.kill"), "1").catch(() => {});
-    for (let round = 0; round < 200; round++) {
-      const pids = await procsOf(dir);
-      if (pids.length === 0) return;
-      for (const pid of pids) {
-        try {
-          process.kill(pid, "SIGKILL");
-        } catch {
-          // Gone.
-        }
-      }
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await killProcsIn(dir);
   }
 
   /** Kills what is left and removes the group(s); a group that still holds a process stays, and says so. */
@@ -254,6 +243,22 @@ export class SessionCgroup {
   }
 }
 
+/** SIGKILLs every process in a group until none is left (each round frees slots a fork bomb refills). */
+async function killProcsIn(dir: string): Promise<void> {
+  for (let round = 0; round < 200; round++) {
+    const pids = await procsOf(dir);
+    if (pids.length === 0) return;
+    for (const pid of pids) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // Gone.
+      }
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 async function procsOf(dir: string): Promise<number[]> {
   const text = await readFile(join(dir, "cgroup.procs"), "utf8").catch(() => "");
   return text
@@ -272,5 +277,22 @@ function counter(file: string, name: string): number {
     return line ? Number(line.split(" ")[1]) || 0 : 0;
   } catch {
     return 0;
+  }
+}
+
+/** Kills and removes the cgroups a dead runner left for session `runtimeId` (the orphan reaper). */
+export async function removeSessionCgroups(runtimeId: string): Promise<void> {
+  for (const parent of new Set(Object.values(cgroupLayout().parents))) {
+    const dir = join(parent, `polar-${runtimeId}`);
+    if (!existsSync(dir)) continue;
+    await killProcsIn(dir);
+    for (let i = 0; i < 50; i++) {
+      try {
+        await rmdir(dir);
+        break;
+      } catch {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    }
   }
 }

@@ -2,6 +2,7 @@ import { appendFileSync, existsSync } from "node:fs";
 import { cp, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
+import { removeSessionCgroups } from "./cgroup.ts";
 import { DiskVolume, unmountUnder } from "./disk-volume.ts";
 import { killSessionProcesses } from "./session-processes.ts";
 
@@ -95,6 +96,8 @@ export async function reapOrphanedSessions(sessionsRoot: string): Promise<number
     }
     // What left its process group (setsid) still carries the session's marker (process runtime).
     await killSessionProcesses(name, join(sessionsRoot, name));
+    // What left both (a daemon that cleared its env) is still in the session's cgroup.
+    await removeSessionCgroups(name);
     await unmountUnder(recordDir);
     await rm(join(sessionsRoot, name), { recursive: true, force: true });
     reaped++;

@@ -1,16 +1,18 @@
+import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apptainerFlags } from "../../batch-runner/runtime/apptainer.ts";
 import { bwrapProblem, bwrapRuntimeFactory } from "../../batch-runner/runtime/bwrap.ts";
-import { cgroupSupport } from "../../batch-runner/runtime/cgroup.ts";
+import { cgroupLayout, cgroupSupport } from "../../batch-runner/runtime/cgroup.ts";
 import { diskVolumeSupport } from "../../batch-runner/runtime/disk-volume.ts";
 import { dockerRunArgs } from "../../batch-runner/runtime/docker.ts";
 import { effectiveLimits } from "../../batch-runner/runtime/limits.ts";
 import { processRuntimeFactory } from "../../batch-runner/runtime/process.ts";
 import { type RuntimeSpecInput, RuntimeSpecRefused } from "../../batch-runner/runtime/runtime.ts";
+import { reapOrphanedSessions } from "../../batch-runner/runtime/work-dirs.ts";
 
 const bwrap = bwrapProblem();
 const cg = cgroupSupport();
@@ -177,6 +179,21 @@ describe.skipIf(cg.pids !== true)("process runtime: the cgroup finds what the ma
       expect(await sleepers()).toHaveLength(1);
       await rt.stop();
       expect(await sleepers()).toEqual([]);
+
+      // A runner that died (SIGKILL) leaves the daemon and the cgroup: the next runner's reaper ends both.
+      const orphan = await processRuntimeFactory({ sessionsRoot: root }).create(spec({ pids: 64 }, "orphan"));
+      await orphan.exec([
+        "sh",
+        "-c",
+        `(cd / && env -i setsid sleep ${seconds} </dev/null >/dev/null 2>&1 &)`,
+      ]);
+      expect(await sleepers()).toHaveLength(1);
+      const dead = spawnSync("true").pid as number;
+      await writeFile(join(dirname(orphan.workDir), "runner.pid"), String(dead));
+      expect(await reapOrphanedSessions(root)).toBe(1);
+      expect(await sleepers()).toEqual([]);
+      const groups = Object.values(cgroupLayout().parents).map((p) => join(p, `polar-${orphan.id}`));
+      expect(groups.filter((g) => existsSync(g))).toEqual([]);
     } finally {
       for (const pid of await sleepers()) process.kill(pid, "SIGKILL");
       await rm(root, { recursive: true, force: true });
