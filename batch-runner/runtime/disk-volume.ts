@@ -44,7 +44,9 @@ export function diskVolumeSupport(): true | string {
  * A session's writable files on their own small filesystem: an ext4 image of `disk_mb` (sparse, so
  * it costs only what is written) loop-mounted at `mountPoint`. The agent fills this, never the
  * host's disk; inodes are capped with it (ext4's default ratio), so does a flood of tiny files.
- * No blocks are reserved for root: the sandbox's uid maps to the runner's, which may be root.
+ * No blocks are reserved for root: the sandbox's uid maps to the runner's, which may be root. No
+ * journal: a session's files do not outlive a crash of its runner anyway, and it saves ~1% of the
+ * size in writes per session.
  */
 export class DiskVolume {
   readonly mountPoint: string;
@@ -61,7 +63,17 @@ export class DiskVolume {
     await writeFile(image, "");
     await truncate(image, diskMb * 1024 * 1024);
     await mkdir(mountPoint, { recursive: true });
-    await run(systemBin("mkfs.ext4"), ["-q", "-F", "-m", "0", "-E", "nodiscard", image]);
+    await run(systemBin("mkfs.ext4"), [
+      "-q",
+      "-F",
+      "-m",
+      "0",
+      "-O",
+      "^has_journal",
+      "-E",
+      "nodiscard",
+      image,
+    ]);
     await run(systemBin("mount"), ["-o", "loop,nosuid,nodev", image, mountPoint]);
     return new DiskVolume(mountPoint, image);
   }

@@ -226,6 +226,13 @@ describe.skipIf(problem !== null)("runaway sessions beside normal ones, in bwrap
     });
   }
 
+  it("polar run's summary names the limit of each session that hit one", () => {
+    for (const [id, want] of Object.entries(EXPECTED)) {
+      if (!want.reason?.startsWith("limit:")) continue;
+      expect(output).toContain(`  ${idOf(id)}-0: ${want.reason}: `);
+    }
+  });
+
   it("a session killed at a limit still has its captured calls as a partial trace", () => {
     for (const id of ["fork-bomb", "big-alloc", "fill-disk", "many-files", "loud-stdout"]) {
       const r = results.get(idOf(id))?.[0];

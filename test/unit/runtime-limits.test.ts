@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -11,7 +11,11 @@ import { diskVolumeSupport } from "../../batch-runner/runtime/disk-volume.ts";
 import { dockerRunArgs } from "../../batch-runner/runtime/docker.ts";
 import { effectiveLimits } from "../../batch-runner/runtime/limits.ts";
 import { processRuntimeFactory } from "../../batch-runner/runtime/process.ts";
-import { type RuntimeSpecInput, RuntimeSpecRefused } from "../../batch-runner/runtime/runtime.ts";
+import {
+  type Runtime,
+  type RuntimeSpecInput,
+  RuntimeSpecRefused,
+} from "../../batch-runner/runtime/runtime.ts";
 import { reapOrphanedSessions } from "../../batch-runner/runtime/work-dirs.ts";
 
 const bwrap = bwrapProblem();
@@ -101,57 +105,70 @@ describe.skipIf(!enforceable)("bwrap session limits, enforced by the kernel", ()
     await rm(root, { recursive: true, force: true });
   });
 
-  const create = (limits: RuntimeSpecInput["limits"], id: string) =>
-    bwrapRuntimeFactory({ sessionsRoot: join(root, "sessions") }).create(spec(limits, id));
+  /** A bwrap session held to `limits`, stopped after `body` whatever it asserts. */
+  async function inSession(
+    limits: RuntimeSpecInput["limits"],
+    id: string,
+    body: (rt: Runtime) => Promise<void>,
+  ): Promise<Runtime> {
+    const rt = await bwrapRuntimeFactory({ sessionsRoot: join(root, "sessions") }).create(spec(limits, id));
+    try {
+      await body(rt);
+    } finally {
+      await rt.stop();
+    }
+    return rt;
+  }
 
   it("pids: 200 forks under a limit of 64 end as limit:pids, and nothing is left", async () => {
-    const rt = await create({ pids: 64 }, "pids");
-    const res = await rt.exec(["sh", "-c", "for i in $(seq 200); do sleep 30 & done; wait"], {
-      timeoutMs: 20_000,
+    await inSession({ pids: 64 }, "pids", async (rt) => {
+      const res = await rt.exec(["sh", "-c", "for i in $(seq 200); do sleep 30 & done; wait"], {
+        timeoutMs: 20_000,
+      });
+      expect(res.limit).toBe("pids");
+      expect(res.timedOut).toBe(false);
     });
-    expect(res.limit).toBe("pids");
-    expect(res.timedOut).toBe(false);
-    await rt.stop();
     expect(await leftovers(join(root, "sessions"))).toBe(0);
   });
 
   it("memory: 256 MiB written under a limit of 64 MiB end as limit:memory", async () => {
-    const rt = await create({ memory_mb: 64 }, "memory");
-    const res = await rt.exec(["python3", "-c", "a = b'x' * (256 * 1024 * 1024); print(len(a))"], {
-      timeoutMs: 20_000,
+    await inSession({ memory_mb: 64 }, "memory", async (rt) => {
+      const res = await rt.exec(["python3", "-c", "a = b'x' * (256 * 1024 * 1024); print(len(a))"], {
+        timeoutMs: 20_000,
+      });
+      expect(res.limit).toBe("memory");
+      expect(res.stdout).toBe("");
     });
-    expect(res.limit).toBe("memory");
-    expect(res.stdout).toBe("");
-    await rt.stop();
   });
 
   it("disk: 64 MiB written to a 16 MiB work dir end as limit:disk, and the volume is gone after stop", async () => {
-    const rt = await create({ disk_mb: 16 }, "disk");
-    const res = await rt.exec(["sh", "-c", "dd if=/dev/zero of=big bs=1M count=64; echo done"], {
-      timeoutMs: 20_000,
+    const rt = await inSession({ disk_mb: 16 }, "disk", async (rt) => {
+      const res = await rt.exec(["sh", "-c", "dd if=/dev/zero of=big bs=1M count=64; echo done"], {
+        timeoutMs: 20_000,
+      });
+      expect(res.limit).toBe("disk");
+      expect(rt.workDir.startsWith(join(root, "sessions"))).toBe(true);
     });
-    expect(res.limit).toBe("disk");
-    expect(rt.workDir.startsWith(join(root, "sessions"))).toBe(true);
-    await rt.stop();
     expect(existsSync(rt.workDir)).toBe(false);
+    expect(readFileSync("/proc/self/mountinfo", "utf8")).not.toContain(root);
   });
 
   it("output: 5 MB printed under output_mb 1 end as limit:output, cut at once", async () => {
-    const rt = await create({ output_mb: 1 }, "output");
-    const started = Date.now();
-    const res = await rt.exec(["sh", "-c", "while true; do head -c 1000000 /dev/zero; done"], {
-      timeoutMs: 20_000,
+    await inSession({ output_mb: 1 }, "output", async (rt) => {
+      const started = Date.now();
+      const res = await rt.exec(["sh", "-c", "while true; do head -c 1000000 /dev/zero; done"], {
+        timeoutMs: 20_000,
+      });
+      expect(res.limit).toBe("output");
+      expect(Date.now() - started).toBeLessThan(10_000);
     });
-    expect(res.limit).toBe("output");
-    expect(Date.now() - started).toBeLessThan(10_000);
-    await rt.stop();
   });
 
   it("a command that stays inside its limits has none hit", async () => {
-    const rt = await create({ pids: 64, memory_mb: 256, disk_mb: 32, output_mb: 1 }, "fine");
-    const res = await rt.exec(["sh", "-c", "echo hi > f && cat f"]);
-    expect(res).toMatchObject({ exitCode: 0, stdout: "hi\n", limit: null });
-    await rt.stop();
+    await inSession({ pids: 64, memory_mb: 256, disk_mb: 32, output_mb: 1 }, "fine", async (rt) => {
+      const res = await rt.exec(["sh", "-c", "echo hi > f && cat f"]);
+      expect(res).toMatchObject({ exitCode: 0, stdout: "hi\n", limit: null });
+    });
   });
 });
 
@@ -159,6 +176,7 @@ describe.skipIf(cg.pids !== true)("process runtime: the cgroup finds what the ma
   it("a daemon that clears its environment and leaves the session dirs is killed at stop", async () => {
     const root = await mkdtemp(join(tmpdir(), "polar-limits-"));
     const seconds = 5000 + Math.floor(Math.random() * 900);
+    let orphan: Runtime | undefined;
     const sleepers = async () => {
       const { readdir, readFile } = await import("node:fs/promises");
       const found: number[] = [];
@@ -181,11 +199,11 @@ describe.skipIf(cg.pids !== true)("process runtime: the cgroup finds what the ma
       expect(await sleepers()).toEqual([]);
 
       // A runner that died (SIGKILL) leaves the daemon and the cgroup: the next runner's reaper ends both.
-      const orphan = await processRuntimeFactory({ sessionsRoot: root }).create(spec({ pids: 64 }, "orphan"));
+      orphan = await processRuntimeFactory({ sessionsRoot: root }).create(spec({ pids: 64 }, "orphan"));
       await orphan.exec([
         "sh",
         "-c",
-        `(cd / && env -i setsid sleep ${seconds} </dev/null >/dev/null 2>&1 &)`,
+        `(cd / && env -i setsid sleep ${seconds} </dev/null >/dev/null 2>&1 &) ; sleep 0.2`,
       ]);
       expect(await sleepers()).toHaveLength(1);
       const dead = spawnSync("true").pid as number;
@@ -196,6 +214,8 @@ describe.skipIf(cg.pids !== true)("process runtime: the cgroup finds what the ma
       expect(groups.filter((g) => existsSync(g))).toEqual([]);
     } finally {
       for (const pid of await sleepers()) process.kill(pid, "SIGKILL");
+      // Idempotent; removes the cgroup when an assertion above failed before the reaper ran.
+      await orphan?.stop();
       await rm(root, { recursive: true, force: true });
     }
   });
