@@ -30,7 +30,7 @@ const SESSION_MEMORY_SHARE = 0.8;
 
 /**
  * Per-session limits where a task names none, derived from the node so a task that says nothing is
- * still bounded: memory is the node's RAM split between the run slots, processes a share of the
+ * still bounded: memory is the node's RAM split between the run slots (at least 1 GiB), processes a share of the
  * kernel's thread limit (at most 4096), output 1 GiB. With `sessionsRoot`, the disk too: half the
  * free space there split between the run slots, at most 20 GiB (`polar runner` only: a volume per
  * session needs root, and `polar run` on a laptop leaves the disk to the task's `disk_mb`).
@@ -41,7 +41,8 @@ export function defaultSessionLimits(
 ): { memory_mb: number; pids: number; output_mb: number; disk_mb?: number } {
   const mib = 1024 * 1024;
   const limits: ReturnType<typeof defaultSessionLimits> = {
-    memory_mb: Math.max(256, Math.floor((node.totalMemBytes * SESSION_MEMORY_SHARE) / mib / run)),
+    // At least 1 GiB: a Node harness alone takes a few hundred MiB.
+    memory_mb: Math.max(1024, Math.floor((node.totalMemBytes * SESSION_MEMORY_SHARE) / mib / run)),
     pids: Math.max(256, Math.min(4096, Math.floor(node.threadsMax / (4 * run)))),
     output_mb: 1024,
   };

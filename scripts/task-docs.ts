@@ -87,7 +87,7 @@ export const TABLES: Record<string, { schema: z.ZodType; fields: Record<string, 
         "`2`",
       ],
       "runtime.limits.memory_mb": [
-        "Memory of the whole session in MiB: a cgroup (bwrap, process), `--memory` (containers). Unset: the runner's default, 80% of RAM / run slots. Hit (an OOM kill): `limit:memory`.",
+        "Memory of the whole session in MiB: a cgroup (bwrap, process), `--memory` (containers). Unset: the runner's default, 80% of RAM / run slots (at least 1 GiB). Hit (an OOM kill): `limit:memory`.",
         "`4096`",
       ],
       "runtime.limits.gpus": [

@@ -51,5 +51,12 @@ export function engineLimits(backend: "docker" | "apptainer", spec: RuntimeSpecI
     disk_mb: diskVolumeSupport(),
     output_mb: true,
   };
-  return effectiveLimits(backend, spec.limits, spec.defaultLimits, support);
+  // Apptainer's cgroup flags need root or a systemd cgroup v2 user session; without them it will not
+  // start, so the runner's memory/pids/cpus defaults would break every session on such a node: only a
+  // task's own request gets them.
+  const defaults =
+    backend === "apptainer"
+      ? { disk_mb: spec.defaultLimits?.disk_mb, output_mb: spec.defaultLimits?.output_mb }
+      : spec.defaultLimits;
+  return effectiveLimits(backend, spec.limits, defaults, support);
 }

@@ -4,11 +4,13 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { defaultSessionLimits } from "../../batch-runner/runner-defaults.ts";
 import { apptainerFlags } from "../../batch-runner/runtime/apptainer.ts";
 import { bwrapProblem, bwrapRuntimeFactory } from "../../batch-runner/runtime/bwrap.ts";
 import { cgroupLayout, cgroupSupport } from "../../batch-runner/runtime/cgroup.ts";
 import { diskVolumeSupport } from "../../batch-runner/runtime/disk-volume.ts";
 import { dockerRunArgs } from "../../batch-runner/runtime/docker.ts";
+import { engineLimits } from "../../batch-runner/runtime/host-limits.ts";
 import { effectiveLimits } from "../../batch-runner/runtime/limits.ts";
 import { processRuntimeFactory } from "../../batch-runner/runtime/process.ts";
 import {
@@ -82,6 +84,33 @@ describe("session limits: which are enforced, which refused", () => {
     expect(pairs(apptainer)).toEqual(
       expect.arrayContaining(["--memory 512M", "--cpus 2", "--pids-limit 128"]),
     );
+  });
+
+  it("runner defaults derive from the node: RAM and threads split between the run slots, with floors", () => {
+    const gib = 1024 ** 3;
+    expect(
+      defaultSessionLimits(4, { totalMemBytes: 24 * gib, threadsMax: 192_730, freeDiskBytes: 60 * gib }),
+    ).toEqual({
+      memory_mb: 4915,
+      pids: 4096,
+      output_mb: 1024,
+      disk_mb: 7680,
+    });
+    expect(defaultSessionLimits(64, { totalMemBytes: 8 * gib, threadsMax: 31_000 })).toEqual({
+      memory_mb: 1024,
+      pids: 256,
+      output_mb: 1024,
+    });
+  });
+
+  it("apptainer gets a task's memory and pids but not the runner's defaults (its cgroup flags need root)", () => {
+    const defaults = { memory_mb: 4096, pids: 4096, output_mb: 1024 };
+    expect(engineLimits("apptainer", { ...spec({}), defaultLimits: defaults })).toEqual({ output_mb: 1024 });
+    expect(engineLimits("apptainer", { ...spec({ memory_mb: 512 }), defaultLimits: defaults })).toEqual({
+      memory_mb: 512,
+      output_mb: 1024,
+    });
+    expect(engineLimits("docker", { ...spec({}), defaultLimits: defaults })).toEqual(defaults);
   });
 
   it("process refuses a disk limit (its agent writes wherever the runner's user can)", async () => {
@@ -210,7 +239,8 @@ describe.skipIf(cg.pids !== true)("process runtime: the cgroup finds what the ma
       await writeFile(join(dirname(orphan.workDir), "runner.pid"), String(dead));
       expect(await reapOrphanedSessions(root)).toBe(1);
       expect(await sleepers()).toEqual([]);
-      const groups = Object.values(cgroupLayout().parents).map((p) => join(p, `polar-${orphan.id}`));
+      const orphanId = orphan.id;
+      const groups = Object.values(cgroupLayout().parents).map((p) => join(p, `polar-${orphanId}`));
       expect(groups.filter((g) => existsSync(g))).toEqual([]);
     } finally {
       for (const pid of await sleepers()) process.kill(pid, "SIGKILL");

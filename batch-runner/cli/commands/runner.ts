@@ -65,13 +65,15 @@ and writes results/{task}/{session}.json and the task's group shard when its las
                        these (repeatable); none by default
   --session-memory-mb N, --session-pids N, --session-disk-mb N, --session-output-mb N
                        limits of a session whose task sets no runtime.limits of that name; 0 = none.
-                       Defaults derive from the node and --run (here, with --run ${RUNNER_DEFAULTS.run}: memory
-                       ${shown.memory_mb} MiB = 80% of RAM / run slots, pids ${shown.pids}, disk ${shown.disk_mb ?? "none"} MiB = half the free
-                       space of --sessions-dir / run slots (at most 20 GiB), output ${shown.output_mb} MiB). bwrap
-                       enforces them with a cgroup per session and a loop-mounted ext4 work dir (root or
-                       a delegated cgroup v2 group); a default this node cannot enforce is logged at
-                       start, a task asking for a limit its runtime cannot enforce ends ERROR at INIT.
-                       A hit ends the session ERROR with limit:memory|pids|disk|output (docs/security.md)
+                       Defaults derive from the node and --run; here, with --run ${RUNNER_DEFAULTS.run}:
+                       memory ${shown.memory_mb} MiB (80% of RAM / run slots, at least 1024), pids ${shown.pids}
+                       (threads-max / 4 / run slots, at most 4096), disk ${shown.disk_mb ?? "none"} MiB (half the free
+                       space of --sessions-dir / run slots, at most 20 GiB), output ${shown.output_mb} MiB.
+                       bwrap enforces them with a cgroup per session and a loop-mounted ext4 work dir
+                       (root, or a delegated cgroup v2 group); a default this node cannot enforce is
+                       logged at start; a task asking for a limit its runtime cannot enforce ends
+                       ERROR at INIT. A hit ends the session ERROR with limit:memory, limit:pids,
+                       limit:disk or limit:output (docs/security.md, "Resource limits")
 
 Environment: POLAR_SIGNING_KEY (the proxy's key; unset = the proxy runs with --auth off),
 AWS_* and AWS_ENDPOINT_URL_SQS for SQS, AWS_ENDPOINT_URL_S3 for s3:// stores; none of it reaches a
