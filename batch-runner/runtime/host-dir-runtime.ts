@@ -45,11 +45,6 @@ export abstract class HostDirRuntime implements Runtime {
     return this;
   }
 
-  /** The limits in force (tests and logs). */
-  get sessionLimits(): SessionLimits {
-    return this.limits;
-  }
-
   get workDir(): string {
     return this.dirs.workDir;
   }

@@ -34,7 +34,14 @@ export async function createSessionDirs(
   await unmountUnder(root);
   await rm(root, { recursive: true, force: true });
   await mkdir(root, { recursive: true });
-  const volume = opts.diskMb !== undefined ? await DiskVolume.create(root, opts.diskMb) : undefined;
+  let volume: DiskVolume | undefined;
+  try {
+    volume = opts.diskMb !== undefined ? await DiskVolume.create(root, opts.diskMb) : undefined;
+  } catch (err) {
+    await unmountUnder(root);
+    await rm(root, { recursive: true, force: true });
+    throw new Error(`the session's ${opts.diskMb} MiB volume could not be made: ${(err as Error).message}`);
+  }
   const data = volume?.mountPoint ?? root;
   const dirs: SessionDirs = {
     root,
