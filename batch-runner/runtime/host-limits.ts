@@ -9,9 +9,9 @@ import type { RuntimeSpecInput } from "./runtime.ts";
  * session can write anywhere its user can, so capping its work dir would bound nothing), output by
  * counting what the runner reads. No GPU is passed into bwrap (`--dev` holds no GPU device).
  *
- * rlimits were weighed for `process` and do not bound a session: RLIMIT_AS makes V8 fail to start
- * (it reserves address space far beyond any sane `memory_mb`), RLIMIT_NPROC counts every process of
- * the user (and root is exempt), RLIMIT_FSIZE caps one file, not a directory.
+ * rlimits were weighed for `process` and do not bound a session: RLIMIT_AS is address space per
+ * process (Node 24 dies at start under 1 GiB of it; ten processes get ten times it), RLIMIT_NPROC
+ * counts every process of the user (and root is exempt), RLIMIT_FSIZE caps one file, not a directory.
  */
 export function hostLimitSupport(backend: "bwrap" | "process"): LimitSupport {
   const cg = cgroupSupport();
