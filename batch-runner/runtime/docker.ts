@@ -147,7 +147,7 @@ export function dockerRuntimeFactory(opts: DockerOptions = {}): RuntimeFactory {
     backend: "docker",
     async create(spec: RuntimeSpecInput): Promise<Runtime> {
       requireImage(spec, IMAGE_REQUIRED);
-      const limits = engineLimits("docker", spec);
+      const limits = engineLimits("docker", spec, opts.bin);
       const { id, dirs, bridge } = await prepareBridgedSession(spec, opts.sessionsRoot, {
         diskMb: limits.disk_mb,
       });

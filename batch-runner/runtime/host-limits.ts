@@ -1,3 +1,5 @@
+import { existsSync } from "node:fs";
+import { basename } from "node:path";
 import { cgroupSupport, SessionCgroup } from "./cgroup.ts";
 import { diskVolumeSupport } from "./disk-volume.ts";
 import { effectiveLimits, type LimitSupport, type SessionLimits } from "./limits.ts";
@@ -42,11 +44,19 @@ export function sessionCgroup(runtimeId: string, limits: SessionLimits): Promise
  * engine refuses to start when it has none); work and home live on the same size-capped volume as
  * bwrap's, bound in (the container's own root layer is not capped), and output is counted here.
  */
-export function engineLimits(backend: "docker" | "apptainer", spec: RuntimeSpecInput): SessionLimits {
+export function engineLimits(
+  backend: "docker" | "apptainer",
+  spec: RuntimeSpecInput,
+  engineBin: string = backend,
+): SessionLimits {
+  const ignored = ignoresLimits(engineBin, {
+    root: process.getuid?.() === 0,
+    cgroupV2: existsSync("/sys/fs/cgroup/cgroup.controllers"),
+  });
   const support: LimitSupport = {
-    memory_mb: true,
-    pids: true,
-    cpus: true,
+    memory_mb: ignored ?? true,
+    pids: ignored ?? true,
+    cpus: ignored ?? true,
     gpus: true,
     disk_mb: diskVolumeSupport(),
     output_mb: true,
@@ -59,4 +69,12 @@ export function engineLimits(backend: "docker" | "apptainer", spec: RuntimeSpecI
       ? { disk_mb: spec.defaultLimits?.disk_mb, output_mb: spec.defaultLimits?.output_mb }
       : spec.defaultLimits;
   return effectiveLimits(backend, spec.limits, defaults, support);
+}
+
+/** Why an engine would run a container without its limit flags (and only log it), or null. */
+export function ignoresLimits(engineBin: string, host: { root: boolean; cgroupV2: boolean }): string | null {
+  if (basename(engineBin).startsWith("podman") && !host.root && !host.cgroupV2) {
+    return "rootless podman ignores --memory, --cpus and --pids-limit on a cgroup v1 host";
+  }
+  return null;
 }

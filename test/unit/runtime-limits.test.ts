@@ -10,7 +10,7 @@ import { bwrapProblem, bwrapRuntimeFactory } from "../../batch-runner/runtime/bw
 import { cgroupLayout, cgroupSupport } from "../../batch-runner/runtime/cgroup.ts";
 import { diskVolumeSupport } from "../../batch-runner/runtime/disk-volume.ts";
 import { dockerRunArgs } from "../../batch-runner/runtime/docker.ts";
-import { engineLimits } from "../../batch-runner/runtime/host-limits.ts";
+import { engineLimits, ignoresLimits } from "../../batch-runner/runtime/host-limits.ts";
 import { effectiveLimits } from "../../batch-runner/runtime/limits.ts";
 import { processRuntimeFactory } from "../../batch-runner/runtime/process.ts";
 import {
@@ -111,6 +111,13 @@ describe("session limits: which are enforced, which refused", () => {
       output_mb: 1024,
     });
     expect(engineLimits("docker", { ...spec({}), defaultLimits: defaults })).toEqual(defaults);
+  });
+
+  it("rootless podman on a cgroup v1 host would ignore the limit flags: they count as not enforceable", () => {
+    expect(ignoresLimits("podman", { root: false, cgroupV2: false })).toMatch(/rootless podman ignores/);
+    expect(ignoresLimits("/usr/bin/podman", { root: true, cgroupV2: false })).toBeNull();
+    expect(ignoresLimits("podman", { root: false, cgroupV2: true })).toBeNull();
+    expect(ignoresLimits("docker", { root: false, cgroupV2: false })).toBeNull();
   });
 
   it("process refuses a disk limit (its agent writes wherever the runner's user can)", async () => {
