@@ -200,6 +200,18 @@ describe.skipIf(!enforceable)("bwrap session limits, enforced by the kernel", ()
     });
   });
 
+  it("cpus: a busy loop under cpus 0.1 gets about a tenth of a CPU", async () => {
+    await inSession({ cpus: 0.1 }, "cpus", async (rt) => {
+      const spin =
+        "import resource, time\nt = time.time()\nwhile time.time() - t < 1.5: pass\nprint(resource.getrusage(resource.RUSAGE_SELF).ru_utime)";
+      const res = await rt.exec(["python3", "-c", spin], { timeoutMs: 20_000 });
+      expect(res.exitCode, res.stderr).toBe(0);
+      // Unthrottled it would be close to 1.5 s on an idle core.
+      expect(Number(res.stdout)).toBeLessThan(0.45);
+      expect(res.limit).toBeNull();
+    });
+  });
+
   it("a command that stays inside its limits has none hit", async () => {
     await inSession({ pids: 64, memory_mb: 256, disk_mb: 32, output_mb: 1 }, "fine", async (rt) => {
       const res = await rt.exec(["sh", "-c", "echo hi > f && cat f"]);
