@@ -32,3 +32,30 @@ export function postrunSlots(run: number): number {
  * developer watching a local run wants a failing session dead-lettered after 3 tries, not 5.
  */
 export const EMBEDDED_RUNNER_DEFAULTS = { maxReceives: 3, waitSeconds: 1 } as const;
+
+/** Share of the node's memory that all running sessions' limits add up to (the rest: runner, proxy, OS). */
+const SESSION_MEMORY_SHARE = 0.8;
+
+/**
+ * Per-session limits where a task names none, derived from the node so a task that says nothing is
+ * still bounded: memory is the node's RAM split between the run slots (at least 1 GiB), processes a share of the
+ * kernel's thread limit (at most 4096), output 1 GiB. With `sessionsRoot`, the disk too: half the
+ * free space there split between the run slots, at most 20 GiB (`polar runner` only: a volume per
+ * session needs root, and `polar run` on a laptop leaves the disk to the task's `disk_mb`).
+ */
+export function defaultSessionLimits(
+  run: number,
+  node: { totalMemBytes: number; threadsMax: number; freeDiskBytes?: number },
+): { memory_mb: number; pids: number; output_mb: number; disk_mb?: number } {
+  const mib = 1024 * 1024;
+  const limits: ReturnType<typeof defaultSessionLimits> = {
+    // At least 1 GiB: a Node harness alone takes a few hundred MiB.
+    memory_mb: Math.max(1024, Math.floor((node.totalMemBytes * SESSION_MEMORY_SHARE) / mib / run)),
+    pids: Math.max(256, Math.min(4096, Math.floor(node.threadsMax / (4 * run)))),
+    output_mb: 1024,
+  };
+  if (node.freeDiskBytes !== undefined) {
+    limits.disk_mb = Math.max(512, Math.min(20 * 1024, Math.floor(node.freeDiskBytes / 2 / mib / run)));
+  }
+  return limits;
+}

@@ -14,7 +14,10 @@ import type { PreparedSession, RanSession, SessionDeps } from "./pipeline/sessio
 import { StagedPipeline } from "./pipeline/staged-pipeline.ts";
 import type { Queue } from "./queue/queue.ts";
 import { reconstructSession } from "./reconstruction/build-session.ts";
-import { postrunSlots, RUNNER_DEFAULTS } from "./runner-defaults.ts";
+import { defaultSessionLimits, postrunSlots, RUNNER_DEFAULTS } from "./runner-defaults.ts";
+import { hostLimitSupport } from "./runtime/host-limits.ts";
+import type { SessionLimits } from "./runtime/limits.ts";
+import { nodeResources } from "./runtime/node-resources.ts";
 import { type RuntimeFactoryOptions, runtimeFactories } from "./runtime/open-runtime.ts";
 import type { RuntimeFactory } from "./runtime/runtime.ts";
 import { sandboxedRuntimes } from "./runtime/sandbox-policy.ts";
@@ -47,6 +50,11 @@ export interface RunnerOptions {
   /** Engine binaries and apptainer mode for the default runtime factories. */
   runtimeOptions?: Omit<RuntimeFactoryOptions, "sessionsRoot">;
   cancelPollMs?: number;
+  /**
+   * Limits of a session whose task names none (each key separately); default: derived from the node
+   * (`defaultSessionLimits`: memory, pids, output; no disk).
+   */
+  sessionLimits?: SessionLimits;
   /**
    * Lets tasks run in the `process` runtime (on the host, as the runner's user), and lets the runner
    * start without a working bwrap (the default runtime then falls back to `process`). Off by default.
@@ -84,9 +92,12 @@ export async function startRunner(opts: RunnerOptions): Promise<Runner> {
     ...(opts.store.url.startsWith("file:") ? [fileURLToPath(opts.store.url)] : []),
   ];
   const modules = { allowed: opts.evaluatorDirs ?? [], denied };
+  const sessionLimits = opts.sessionLimits ?? defaultSessionLimits(run, nodeResources());
+  logSessionLimits(sessionLimits, log);
   const hostFiles = { allowed: opts.filesDirs ?? [], denied };
   const deps: SessionDeps = {
     store: opts.store,
+    sessionLimits,
     runtimes:
       opts.runtimes ??
       sandboxedRuntimes(
@@ -185,4 +196,17 @@ export async function startRunner(opts: RunnerOptions): Promise<Runner> {
       await server?.close();
     },
   };
+}
+
+/** Says which default limits hold in bwrap here, and which this node cannot enforce (so they do not). */
+function logSessionLimits(limits: SessionLimits, log: (line: string) => void): void {
+  const support = hostLimitSupport("bwrap");
+  const held: string[] = [];
+  for (const [name, value] of Object.entries(limits)) {
+    if (value === undefined) continue;
+    const why = support[name as keyof typeof support];
+    if (why === true) held.push(`${name} ${value}`);
+    else log(`WARNING: default ${name} ${value} is not enforced in bwrap on this node: ${why}`);
+  }
+  log(`per-session limits unless a task sets its own: ${held.join(", ") || "none"}`);
 }

@@ -91,9 +91,30 @@ export const TABLES: Record<string, { schema: z.ZodType; fields: Record<string, 
         "Environment for the runtime (prepare steps, harness, evaluator).",
         '`{"PIP_INDEX_URL": "..."}`',
       ],
-      "runtime.limits.cpus": ["CPU limit (container backends).", "`2`"],
-      "runtime.limits.memory_mb": ["Memory limit in MiB (container backends).", "`4096`"],
-      "runtime.limits.gpus": ["GPUs to expose (container backends).", "`0`"],
+      "runtime.limits.cpus": [
+        "CPUs: a cgroup CPU quota (bwrap, process), `--cpus` (containers). For every limit: a runtime that cannot enforce one the task sets refuses the session at INIT (ERROR naming it); a hit ends the session ERROR `limit:<name>` (docs/security.md, Resource limits).",
+        "`2`",
+      ],
+      "runtime.limits.memory_mb": [
+        "Memory of the whole session in MiB: a cgroup (bwrap, process), `--memory` (containers). Unset: the runner's default, 80% of RAM / run slots (at least 1 GiB). Hit (an OOM kill): `limit:memory`.",
+        "`4096`",
+      ],
+      "runtime.limits.gpus": [
+        "GPUs to expose (docker, apptainer; bwrap and process refuse more than 0).",
+        "`0`",
+      ],
+      "runtime.limits.pids": [
+        "Processes and threads of the session at once: cgroup pids, `--pids-limit`. Unset: the runner's default (at most 4096). Hit (a fork refused): `limit:pids`.",
+        "`512`",
+      ],
+      "runtime.limits.disk_mb": [
+        "Work dir and home together in MiB: an ext4 volume of this size per session, inodes in proportion (needs a root runner; `process` refuses it). Unset: `polar runner`'s default. Hit (full): `limit:disk`.",
+        "`2048`",
+      ],
+      "runtime.limits.output_mb": [
+        "What the harness prints on stdout and stderr together, in MiB, counted by the runner. Unset: the runner's default (1024). Hit: `limit:output`.",
+        "`64`",
+      ],
       "builder.strategy": ["How captures become traces (docs/reconstruction.md).", '`"per_request"`'],
       "builder.config": [
         "Builder settings, e.g. `end_of_turn_ids` for prefix_merging.",

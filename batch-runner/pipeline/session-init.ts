@@ -9,6 +9,7 @@ import type { PresetContext } from "../harness/preset.ts";
 import type { QueueMessage } from "../queue/queue.ts";
 import { loadCaptures } from "../reconstruction/load-captures.ts";
 import { RUNNER_DEFAULTS } from "../runner-defaults.ts";
+import { limitReason } from "../runtime/limits.ts";
 import { type Runtime, RuntimeSpecRefused } from "../runtime/runtime.ts";
 import { isCancelled } from "./cancellation.ts";
 import { finishTaskIfUnfinished } from "./session-result.ts";
@@ -99,6 +100,7 @@ export async function initSession(
     image: task.runtime.image,
     env: task.runtime.env,
     limits: task.runtime.limits,
+    defaultLimits: deps.sessionLimits,
     proxyUrl: deps.proxyUrl,
   };
   // Started now, so an evaluator's runtime is built off the critical path, while the agent runs.
@@ -120,6 +122,12 @@ export async function initSession(
     for (const [i, step] of task.runtime.prepare.entries()) {
       const res = await runtime.exec(["sh", "-c", step], { timeoutMs: budgetMs, signal });
       if (signal.aborted) throw signal.reason;
+      // The task's own limits are too small for its own setup: a retry would hit them again.
+      if (res.limit) {
+        throw new TaskConfigError(
+          `runtime.prepare[${i}]: ${limitReason(res.limit, { ...deps.sessionLimits, ...task.runtime.limits })}`,
+        );
+      }
       if (res.exitCode !== 0) {
         throw new InitError(
           `runtime.prepare[${i}] (${JSON.stringify(step)}) ${res.timedOut ? "timed out" : `exited ${res.exitCode}`}: ${tail(res.stderr || res.stdout)}`,
@@ -173,6 +181,7 @@ export async function initSession(
         fresh,
         invocation,
         budgetMs,
+        limits: { ...deps.sessionLimits, ...task.runtime.limits },
         initMs: Date.now() - started,
         preparedAt: Date.now(),
       },

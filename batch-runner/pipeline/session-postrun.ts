@@ -3,6 +3,7 @@ import type { SessionResult, Trajectory, TrajectoryStatus } from "../../shared/s
 import { evaluateSession } from "../evaluation/evaluate-session.ts";
 import type { HarnessOutcome } from "../harness/preset.ts";
 import { emptyTrajectory } from "../reconstruction/empty-trajectory.ts";
+import { limitReason } from "../runtime/limits.ts";
 import { failureDetail } from "./harness-output.ts";
 import { keepArtifacts } from "./keep-artifacts.ts";
 import { commitResult } from "./session-result.ts";
@@ -16,6 +17,8 @@ export function runStatus(
   if (s.cancelled) return { status: "ERROR", error: `task ${s.task.task_id} was cancelled` };
   const exec = s.exec;
   if (!exec) return { status: "ERROR", error: "the harness did not run" };
+  // A limit kills the session whatever the harness did next (a timeout included): name the limit.
+  if (exec.limit) return { status: "ERROR", error: limitReason(exec.limit, s.limits) };
   if (exec.timedOut)
     return { status: "TIMEOUT", error: `the harness exceeded its budget of ${s.task.timeout_seconds}s` };
   if (exec.exitCode !== 0) {

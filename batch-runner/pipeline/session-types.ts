@@ -6,6 +6,7 @@ import type { ModulePolicy } from "../evaluation/evaluator-dirs.ts";
 import type { FreshRuntimes } from "../evaluation/fresh-runtime.ts";
 import type { HarnessInvocation, HarnessPreset } from "../harness/preset.ts";
 import type { Queue, QueueMessage } from "../queue/queue.ts";
+import type { SessionLimits } from "../runtime/limits.ts";
 import type { ExecResult, Runtime, RuntimeFactory } from "../runtime/runtime.ts";
 
 export interface WrittenGroupShard {
@@ -21,6 +22,8 @@ export interface SessionDeps {
   store: ObjectStore;
   /** Runtime factories by RuntimeSpec.backend. */
   runtimes: Record<string, RuntimeFactory>;
+  /** Per-session limits where the task names none (runner-defaults.ts), applied where enforceable. */
+  sessionLimits?: SessionLimits;
   /** Proxy base URL as the host sees it. */
   proxyUrl: string;
   /** POLAR_SIGNING_KEY; null when the proxy runs with `--auth off` (the token is then the session id). */
@@ -67,6 +70,8 @@ export interface PreparedSession {
   fresh: FreshRuntimes;
   invocation: HarnessInvocation;
   budgetMs: number;
+  /** The task's limits over the runner's defaults (what a limit hit is reported against). */
+  limits: SessionLimits;
   initMs: number;
   preparedAt: number;
 }

@@ -6,6 +6,7 @@ import {
   startOrStop,
 } from "./bridged-runtime.ts";
 import type { WrappedCommand } from "./host-dir-runtime.ts";
+import { engineLimits } from "./host-limits.ts";
 import type { Runtime, RuntimeFactory, RuntimeSpecInput } from "./runtime.ts";
 import { HOST_NODE_DIR, type HostBridge, SANDBOX_BRIDGE_SCRIPT } from "./socket-bridge.ts";
 import { spawnGroup } from "./spawn-group.ts";
@@ -34,6 +35,7 @@ export class ApptainerRuntime extends BridgedRuntime {
   private readonly bin: string;
   private readonly mode: "exec" | "instance";
   private readonly gpus: boolean;
+  private readonly engineLimits: RuntimeSpecInput["limits"];
 
   constructor(
     id: string,
@@ -48,6 +50,7 @@ export class ApptainerRuntime extends BridgedRuntime {
     this.bin = opts.bin ?? "apptainer";
     this.mode = opts.mode ?? "exec";
     this.gpus = (opts.nv ?? true) && (spec.limits.gpus ?? 0) > 0;
+    this.engineLimits = spec.limits;
   }
 
   get instanceName(): string {
@@ -64,7 +67,12 @@ export class ApptainerRuntime extends BridgedRuntime {
   }
 
   containerFlags(): string[] {
-    return apptainerFlags({ dirs: this.dirs, gpus: this.gpus, readOnly: this.readOnly });
+    return apptainerFlags({
+      dirs: this.dirs,
+      gpus: this.gpus,
+      readOnly: this.readOnly,
+      limits: this.engineLimits,
+    });
   }
 
   protected wrap(argv: string[], cwd: string, env: Record<string, string>): WrappedCommand {
@@ -90,7 +98,13 @@ export class ApptainerRuntime extends BridgedRuntime {
 }
 
 /** Container flags shared by `exec` and `instance start` (exported for the argv unit tests). */
-export function apptainerFlags(o: { dirs: SessionDirs; gpus: boolean; readOnly?: string[] }): string[] {
+export function apptainerFlags(o: {
+  dirs: SessionDirs;
+  gpus: boolean;
+  readOnly?: string[];
+  limits?: RuntimeSpecInput["limits"];
+}): string[] {
+  const limits = o.limits ?? {};
   return [
     "--containall",
     "--net",
@@ -108,6 +122,10 @@ export function apptainerFlags(o: { dirs: SessionDirs; gpus: boolean; readOnly?:
     `${SANDBOX_BRIDGE_SCRIPT}:${SANDBOX_BRIDGE_SCRIPT}:ro`,
     ...(o.readOnly ?? []).flatMap((p) => ["--bind", `${p}:${p}:ro`]),
     ...(o.gpus ? ["--nv"] : []),
+    // Apptainer's cgroup flags: it refuses to start where it cannot create a cgroup.
+    ...(limits.memory_mb ? ["--memory", `${limits.memory_mb}M`] : []),
+    ...(limits.cpus ? ["--cpus", String(limits.cpus)] : []),
+    ...(limits.pids ? ["--pids-limit", String(limits.pids)] : []),
   ];
 }
 
@@ -127,8 +145,13 @@ export function apptainerRuntimeFactory(opts: ApptainerOptions = {}): RuntimeFac
     backend: "apptainer",
     async create(spec: RuntimeSpecInput): Promise<Runtime> {
       requireImage(spec, IMAGE_REQUIRED);
-      const { id, dirs, bridge } = await prepareBridgedSession(spec, opts.sessionsRoot);
-      return startOrStop(new ApptainerRuntime(id, dirs, spec, bridge, opts));
+      const limits = engineLimits("apptainer", spec);
+      const { id, dirs, bridge } = await prepareBridgedSession(spec, opts.sessionsRoot, {
+        diskMb: limits.disk_mb,
+      });
+      return startOrStop(
+        new ApptainerRuntime(id, dirs, { ...spec, limits }, bridge, opts).holdTo(limits, null),
+      );
     },
   };
 }

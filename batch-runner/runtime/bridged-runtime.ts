@@ -66,9 +66,10 @@ export function requireImage(spec: RuntimeSpecInput, message: string): string {
 export async function prepareBridgedSession(
   spec: RuntimeSpecInput,
   sessionsRoot: string | undefined,
+  opts: { diskMb?: number } = {},
 ): Promise<{ id: string; dirs: SessionDirs; bridge: HostBridge }> {
   const id = runtimeIdOf(spec.sessionId);
-  const dirs = await createSessionDirs(sessionsRoot ?? defaultSessionsRoot(), id);
+  const dirs = await createSessionDirs(sessionsRoot ?? defaultSessionsRoot(), id, opts);
   const bridge = await startHostBridge(dirs.runDir, spec.proxyUrl);
   return { id, dirs, bridge };
 }

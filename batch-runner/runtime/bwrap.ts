@@ -5,6 +5,7 @@ import { delimiter, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { BridgedRuntime, prepareBridgedSession } from "./bridged-runtime.ts";
 import type { WrappedCommand } from "./host-dir-runtime.ts";
+import { hostLimits, sessionCgroup } from "./host-limits.ts";
 import { type Runtime, type RuntimeFactory, type RuntimeSpecInput, RuntimeSpecRefused } from "./runtime.ts";
 import { HOST_NODE_DIR, type HostBridge, SANDBOX_BRIDGE_SCRIPT } from "./socket-bridge.ts";
 import type { SessionDirs } from "./work-dirs.ts";
@@ -266,9 +267,18 @@ export function bwrapRuntimeFactory(opts: BwrapOptions = {}): RuntimeFactory {
     backend: "bwrap",
     async create(spec: RuntimeSpecInput): Promise<Runtime> {
       const image = spec.image ? await allowedImageRoot(spec.image, opts) : undefined;
-      const { id, dirs, bridge } = await prepareBridgedSession(spec, opts.sessionsRoot);
-      if (!image) await writeSandboxEtc(dirs);
-      return new BwrapRuntime(id, dirs, { ...spec, image }, bridge, opts);
+      const limits = hostLimits("bwrap", spec);
+      const { id, dirs, bridge } = await prepareBridgedSession(spec, opts.sessionsRoot, {
+        diskMb: limits.disk_mb,
+      });
+      const runtime = new BwrapRuntime(id, dirs, { ...spec, image }, bridge, opts);
+      try {
+        if (!image) await writeSandboxEtc(dirs);
+        return runtime.holdTo(limits, await sessionCgroup(id, limits));
+      } catch (err) {
+        await runtime.stop();
+        throw err;
+      }
     },
   };
 }

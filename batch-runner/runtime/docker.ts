@@ -8,6 +8,7 @@ import {
 import { type ContainerEngine, engineEnv, resolveContainerEngine } from "./container-engine.ts";
 import { recordContainer } from "./container-record.ts";
 import type { WrappedCommand } from "./host-dir-runtime.ts";
+import { engineLimits } from "./host-limits.ts";
 import type { Runtime, RuntimeFactory, RuntimeSpecInput } from "./runtime.ts";
 import { HOST_NODE_DIR, type HostBridge, SANDBOX_BRIDGE_SCRIPT } from "./socket-bridge.ts";
 import { spawnGroup } from "./spawn-group.ts";
@@ -139,6 +140,7 @@ export function dockerRunArgs(o: {
     ...(limits.cpus ? ["--cpus", String(limits.cpus)] : []),
     ...(limits.memory_mb ? ["--memory", `${limits.memory_mb}m`] : []),
     ...(limits.gpus ? ["--gpus", String(limits.gpus)] : []),
+    ...(limits.pids ? ["--pids-limit", String(limits.pids)] : []),
     "--entrypoint",
     "sleep",
     o.spec.image ?? "",
@@ -155,8 +157,13 @@ export function dockerRuntimeFactory(opts: DockerOptions = {}): RuntimeFactory {
       requireImage(spec, IMAGE_REQUIRED);
       engine ??= resolveContainerEngine(opts.bin);
       const resolved = await engine;
-      const { id, dirs, bridge } = await prepareBridgedSession(spec, opts.sessionsRoot);
-      return startOrStop(new DockerRuntime(id, dirs, spec, bridge, { ...opts, engine: resolved }));
+      // Podman's `docker` wrapper is podman too: its limit flags follow podman's rules.
+      const limits = engineLimits("docker", spec, resolved.kind === "podman" ? "podman" : resolved.bin);
+      const { id, dirs, bridge } = await prepareBridgedSession(spec, opts.sessionsRoot, {
+        diskMb: limits.disk_mb,
+      });
+      const runtime = new DockerRuntime(id, dirs, { ...spec, limits }, bridge, { ...opts, engine: resolved });
+      return startOrStop(runtime.holdTo(limits, null));
     },
   };
 }

@@ -2,6 +2,8 @@ import { existsSync } from "node:fs";
 import { mkdir, realpath, rm } from "node:fs/promises";
 import { dirname } from "node:path";
 import { reservedEnvProblem } from "../../shared/schemas/reserved-env.ts";
+import type { SessionCgroup } from "./cgroup.ts";
+import type { LimitHit, SessionLimits } from "./limits.ts";
 import type { ExecOptions, ExecResult, Runtime } from "./runtime.ts";
 import { spawnGroup } from "./spawn-group.ts";
 import {
@@ -32,6 +34,16 @@ export abstract class HostDirRuntime implements Runtime {
   protected abstract readonly baseEnv: Record<string, string>;
   private stopped = false;
   private readonly running = new Map<AbortController, Promise<ExecResult>>();
+  /** The limits this session is held to and the cgroup enforcing them (set by the factory). */
+  private limits: SessionLimits = {};
+  private cgroup: SessionCgroup | null = null;
+
+  /** Holds every later command to `limits`: a cgroup (memory, pids, cpus) and the runner's output count. */
+  holdTo(limits: SessionLimits, cgroup: SessionCgroup | null): this {
+    this.limits = limits;
+    this.cgroup = cgroup;
+    return this;
+  }
 
   get workDir(): string {
     return this.dirs.workDir;
@@ -48,6 +60,12 @@ export abstract class HostDirRuntime implements Runtime {
     if (argv.length === 0) throw new Error("exec: empty argv");
     const cwd = opts.cwd ? hostPathOf(this.dirs, opts.cwd) : this.dirs.workDir;
     const wrapped = this.wrap(argv, cwd, { ...this.baseEnv, ...(opts.env ?? {}) });
+    const cgroup = this.cgroup;
+    if (cgroup) wrapped.argv = cgroup.enter(wrapped.argv);
+    const base = cgroup?.counts();
+    const volume = this.dirs.volume;
+    const limitHit = (): LimitHit | null =>
+      (cgroup && base ? cgroup.hitSince(base) : null) ?? (volume?.full() ? "disk" : null);
     const abort = new AbortController();
     const signal = opts.signal ? AbortSignal.any([opts.signal, abort.signal]) : abort.signal;
     const pending = spawnGroup(wrapped.argv, {
@@ -60,6 +78,8 @@ export abstract class HostDirRuntime implements Runtime {
       signal,
       onKill: wrapped.onKill,
       onSpawn: (pgid) => recordProcessGroup(this.dirs, pgid),
+      maxOutputBytes: this.limits.output_mb !== undefined ? this.limits.output_mb * 1024 * 1024 : undefined,
+      limitHit: cgroup || volume ? limitHit : undefined,
     });
     this.running.set(abort, pending);
     try {
@@ -105,8 +125,13 @@ export abstract class HostDirRuntime implements Runtime {
     // Kill what still runs and wait for it, so teardown never races an exec.
     for (const a of this.running.keys()) a.abort();
     await Promise.allSettled(this.running.values());
-    await this.teardown();
-    await removeSessionDirs(this.dirs);
+    // Whatever left the process group (a double-forked daemon) is still in the session's cgroup.
+    try {
+      await this.cgroup?.remove();
+    } finally {
+      await this.teardown();
+      await removeSessionDirs(this.dirs);
+    }
   }
 
   /** Backend-specific cleanup before the dirs are removed (bridge, container). */

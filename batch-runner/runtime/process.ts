@@ -1,4 +1,5 @@
 import { cleanEnv, HostDirRuntime, type WrappedCommand } from "./host-dir-runtime.ts";
+import { hostLimits, sessionCgroup } from "./host-limits.ts";
 import type { Runtime, RuntimeFactory, RuntimeSpecInput } from "./runtime.ts";
 import { killSessionProcesses, SESSION_MARKER_VAR } from "./session-processes.ts";
 import { createSessionDirs, defaultSessionsRoot, type SessionDirs } from "./work-dirs.ts";
@@ -36,9 +37,16 @@ export function processRuntimeFactory(opts: { sessionsRoot?: string } = {}): Run
   return {
     backend: "process",
     async create(spec: RuntimeSpecInput): Promise<Runtime> {
+      const limits = hostLimits("process", spec);
       const id = runtimeIdOf(spec.sessionId);
       const dirs = await createSessionDirs(opts.sessionsRoot ?? defaultSessionsRoot(), id);
-      return new ProcessRuntime(id, dirs, spec);
+      const runtime = new ProcessRuntime(id, dirs, spec);
+      try {
+        return runtime.holdTo(limits, await sessionCgroup(id, limits));
+      } catch (err) {
+        await runtime.stop();
+        throw err;
+      }
     },
   };
 }

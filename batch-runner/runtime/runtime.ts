@@ -3,6 +3,8 @@
  * Paths given to exec/upload/download are relative to the runtime's work dir unless absolute
  * inside the runtime.
  */
+import type { LimitHit, SessionLimits } from "./limits.ts";
+
 export interface ExecOptions {
   env?: Record<string, string>;
   /** Relative to the work dir; defaults to it. */
@@ -22,6 +24,8 @@ export interface ExecResult {
   stdout: string;
   stderr: string;
   durationMs: number;
+  /** The session limit this command hit (it was killed for it), if any. */
+  limit?: LimitHit | null;
 }
 
 export interface Runtime {
@@ -48,7 +52,10 @@ export interface RuntimeSpecInput {
   sessionId: string;
   image?: string;
   env: Record<string, string>;
-  limits: { cpus?: number; memory_mb?: number; gpus?: number };
+  /** What the task asks for: a backend that cannot enforce one refuses the session (limits.ts). */
+  limits: SessionLimits;
+  /** The runner's per-session defaults, applied where the backend can enforce them. */
+  defaultLimits?: SessionLimits;
   /** The proxy base URL as the host sees it. */
   proxyUrl: string;
 }

@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import type { LimitHit } from "./limits.ts";
 import type { ExecResult } from "./runtime.ts";
 
 export interface SpawnGroupOptions {
@@ -15,7 +16,14 @@ export interface SpawnGroupOptions {
   maxOutputChars?: number;
   /** Told the new process group's id (= the leader's pid), e.g. to record it for the orphan reaper. */
   onSpawn?: (pgid: number) => void;
+  /** Bytes of stdout and stderr together after which the group is killed (`limit:output`). */
+  maxOutputBytes?: number;
+  /** Polled while the command runs: a limit the session hit (cgroup, disk) kills the group. */
+  limitHit?: () => LimitHit | null;
 }
+
+/** How often a running command's session is checked for a hit limit. */
+const LIMIT_POLL_MS = 200;
 
 /** Per stream; a stream that reached it was cut (a judge treats such a log as untrustworthy). */
 export const MAX_OUTPUT_CHARS = 4 * 1024 * 1024;
@@ -32,6 +40,8 @@ export function spawnGroup(argv: string[], opts: SpawnGroupOptions): Promise<Exe
     let stderr = "";
     let timedOut = false;
     let settled = false;
+    let limit: LimitHit | null = null;
+    let outputBytes = 0;
     const child = spawn(argv[0], argv.slice(1), {
       cwd: opts.cwd,
       env: opts.env,
@@ -57,15 +67,39 @@ export function spawnGroup(argv: string[], opts: SpawnGroupOptions): Promise<Exe
             killGroup();
           }, opts.timeoutMs)
         : undefined;
+    const hitLimit = (hit: LimitHit) => {
+      if (limit !== null || settled) return;
+      limit = hit;
+      killGroup();
+    };
+    const poll = opts.limitHit
+      ? setInterval(() => {
+          const hit = opts.limitHit?.();
+          if (hit) hitLimit(hit);
+        }, LIMIT_POLL_MS)
+      : undefined;
+    const countOutput = (chunk: Buffer) => {
+      outputBytes += chunk.length;
+      if (opts.maxOutputBytes !== undefined && outputBytes > opts.maxOutputBytes) hitLimit("output");
+    };
     const onAbort = () => killGroup();
     opts.signal?.addEventListener("abort", onAbort, { once: true });
     if (opts.signal?.aborted) killGroup();
 
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+    // Bytes are counted for the output limit, then decoded (a character may span two chunks).
+    const outDecoder = new TextDecoder();
+    const errDecoder = new TextDecoder();
+    child.stdout.on("data", (bytes: Buffer) => {
+      if (limit === "output") return;
+      countOutput(bytes);
+      const chunk = outDecoder.decode(bytes, { stream: true });
       if (stdout.length < maxChars) stdout += chunk;
       opts.onStdout?.(chunk);
     });
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+    child.stderr.on("data", (bytes: Buffer) => {
+      if (limit === "output") return;
+      countOutput(bytes);
+      const chunk = errDecoder.decode(bytes, { stream: true });
       if (stderr.length < maxChars) stderr += chunk;
       opts.onStderr?.(chunk);
     });
@@ -76,6 +110,7 @@ export function spawnGroup(argv: string[], opts: SpawnGroupOptions): Promise<Exe
       if (settled) return;
       settled = true;
       if (timer) clearTimeout(timer);
+      if (poll) clearInterval(poll);
       opts.signal?.removeEventListener("abort", onAbort);
       // The leader may exit while children it backgrounded live on: they belong to the session too.
       if (child.pid !== undefined) {
@@ -86,7 +121,9 @@ export function spawnGroup(argv: string[], opts: SpawnGroupOptions): Promise<Exe
         }
       }
       const durationMs = Date.now() - started;
-      void extraKill.then(() => resolve({ exitCode, signal, timedOut, stdout, stderr, durationMs }));
+      // A limit the kernel enforced may have ended the command by itself (an OOM-killed leader).
+      if (limit === null) limit = opts.limitHit?.() ?? null;
+      void extraKill.then(() => resolve({ exitCode, signal, timedOut, stdout, stderr, durationMs, limit }));
     };
     child.on("error", (err) => {
       stderr += `${err.message}\n`;

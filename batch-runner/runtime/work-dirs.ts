@@ -3,6 +3,8 @@ import { cp, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import { removeRecordedContainer } from "./container-record.ts";
+import { removeSessionCgroups } from "./cgroup.ts";
+import { DiskVolume, unmountUnder } from "./disk-volume.ts";
 import { killSessionProcesses } from "./session-processes.ts";
 
 /** The host directories of one session: `work` (the harness's cwd), `home` (its HOME) and `run` (sockets). */
@@ -11,6 +13,8 @@ export interface SessionDirs {
   workDir: string;
   homeDir: string;
   runDir: string;
+  /** The size-capped filesystem holding work and home, when the session has a disk limit. */
+  volume?: DiskVolume;
 }
 
 /** Root of all session dirs unless a runtime is given one (`POLAR_SESSIONS_DIR`). */
@@ -18,11 +22,35 @@ export function defaultSessionsRoot(): string {
   return process.env.POLAR_SESSIONS_DIR ?? join(tmpdir(), "polar-sessions");
 }
 
-/** A fresh, empty set of dirs: a rerun of the same session never sees the files of an earlier attempt. */
-export async function createSessionDirs(sessionsRoot: string, runtimeId: string): Promise<SessionDirs> {
+/**
+ * A fresh, empty set of dirs: a rerun of the same session never sees the files of an earlier attempt.
+ * With `diskMb`, work and home live on a volume of that size (disk-volume.ts), the rest beside it.
+ */
+export async function createSessionDirs(
+  sessionsRoot: string,
+  runtimeId: string,
+  opts: { diskMb?: number } = {},
+): Promise<SessionDirs> {
   const root = resolve(sessionsRoot, runtimeId);
+  await unmountUnder(root);
   await rm(root, { recursive: true, force: true });
-  const dirs = { root, workDir: join(root, "work"), homeDir: join(root, "home"), runDir: join(root, "run") };
+  await mkdir(root, { recursive: true });
+  let volume: DiskVolume | undefined;
+  try {
+    volume = opts.diskMb !== undefined ? await DiskVolume.create(root, opts.diskMb) : undefined;
+  } catch (err) {
+    await unmountUnder(root);
+    await rm(root, { recursive: true, force: true });
+    throw new Error(`the session's ${opts.diskMb} MiB volume could not be made: ${(err as Error).message}`);
+  }
+  const data = volume?.mountPoint ?? root;
+  const dirs: SessionDirs = {
+    root,
+    workDir: join(data, "work"),
+    homeDir: join(data, "home"),
+    runDir: join(root, "run"),
+    volume,
+  };
   await Promise.all([
     mkdir(dirs.workDir, { recursive: true }),
     mkdir(dirs.homeDir, { recursive: true }),
@@ -77,6 +105,9 @@ export async function reapOrphanedSessions(sessionsRoot: string): Promise<number
     // What left its process group (setsid) still carries the session's marker (process runtime).
     await killSessionProcesses(name, join(sessionsRoot, name));
     await removeRecordedContainer(recordDir);
+    // What left both (a daemon that cleared its env) is still in the session's cgroup.
+    await removeSessionCgroups(name);
+    await unmountUnder(recordDir);
     await rm(join(sessionsRoot, name), { recursive: true, force: true });
     reaped++;
   }
@@ -114,5 +145,7 @@ export async function copyPath(from: string, to: string): Promise<void> {
 }
 
 export async function removeSessionDirs(dirs: SessionDirs): Promise<void> {
+  // Unmounting drops the agent's files at once (100,000 of them cost nothing to delete).
+  await dirs.volume?.remove();
   await rm(dirs.root, { recursive: true, force: true });
 }

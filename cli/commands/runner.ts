@@ -1,9 +1,17 @@
+import { existsSync } from "node:fs";
+import { dirname } from "node:path";
 import { MemoryQueue } from "../../batch-runner/queue/memory-queue.ts";
 import { openQueue } from "../../batch-runner/queue/open-queue.ts";
 import { startRunner } from "../../batch-runner/runner.ts";
-import { postrunSlots, RUNNER_DEFAULTS } from "../../batch-runner/runner-defaults.ts";
+import { defaultSessionLimits, postrunSlots, RUNNER_DEFAULTS } from "../../batch-runner/runner-defaults.ts";
+import type { SessionLimits } from "../../batch-runner/runtime/limits.ts";
+import { nodeResources } from "../../batch-runner/runtime/node-resources.ts";
+import { defaultSessionsRoot } from "../../batch-runner/runtime/work-dirs.ts";
 import { type Command, UsageError } from "../command.ts";
 import { intFlag, numberFlag, parseFlags, queueFlag, storeFlag, weakSigningKeyWarning } from "../flags.ts";
+
+/** The defaults on this node for the default --run, shown in --help (the runner derives them for its own --run). */
+const shown = defaultSessionLimits(RUNNER_DEFAULTS.run, nodeResources(existingDir(defaultSessionsRoot())));
 
 const usage = `Usage: polar runner --queue memory|SQS_URL --store DIR|s3://bucket/prefix --proxy-url URL
                     [--init N] [--run N] [--postrun N] [--ready N]
@@ -14,6 +22,7 @@ const usage = `Usage: polar runner --queue memory|SQS_URL --store DIR|s3://bucke
                     [--apptainer-mode exec|instance] [--allow-unsandboxed]
                     [--evaluator-dir DIR]... [--files-dir DIR]... [--callback-allow-host HOST]...
                     [--bwrap-image-dir DIR]...
+                    [--session-memory-mb N] [--session-pids N] [--session-disk-mb N] [--session-output-mb N]
 
 A batch runner: receives SessionJobs, runs each session through INIT -> READY -> RUNNING -> POSTRUN
 and writes results/{task}/{session}.json and the task's group shard when its last session lands.
@@ -56,6 +65,17 @@ and writes results/{task}/{session}.json and the task's group shard when its las
   --bwrap-image-dir DIR
                        a bwrap task's runtime.image (a root directory) must lie under one of
                        these (repeatable); none by default
+  --session-memory-mb N, --session-pids N, --session-disk-mb N, --session-output-mb N
+                       limits of a session whose task sets no runtime.limits of that name; 0 = none.
+                       Defaults derive from the node and --run; here, with --run ${RUNNER_DEFAULTS.run}:
+                       memory ${shown.memory_mb} MiB (80% of RAM / run slots, at least 1024), pids ${shown.pids}
+                       (threads-max / 4 / run slots, at most 4096), disk ${shown.disk_mb ?? "none"} MiB (half the free
+                       space of --sessions-dir / run slots, at most 20 GiB), output ${shown.output_mb} MiB.
+                       bwrap enforces them with a cgroup per session and a loop-mounted ext4 work dir
+                       (root, or a delegated cgroup v2 group); a default this node cannot enforce is
+                       logged at start; a task asking for a limit its runtime cannot enforce ends
+                       ERROR at INIT. A hit ends the session ERROR with limit:memory, limit:pids,
+                       limit:disk or limit:output (docs/security.md, "Resource limits")
 
 Environment: POLAR_SIGNING_KEY (the proxy's key; unset = the proxy runs with --auth off),
 AWS_* and AWS_ENDPOINT_URL_SQS for SQS, AWS_ENDPOINT_URL_S3 for s3:// stores; none of it reaches a
@@ -94,6 +114,10 @@ const command: Command = {
             "docker-bin",
             "apptainer-bin",
             "apptainer-mode",
+            "session-memory-mb",
+            "session-pids",
+            "session-disk-mb",
+            "session-output-mb",
           ].map((k) => [k, { type: "string" as const }]),
         ),
         "allow-unsandboxed": { type: "boolean" },
@@ -112,6 +136,7 @@ const command: Command = {
       throw new UsageError(`--proxy-url must be the proxy's http(s) URL, got ${JSON.stringify(proxyUrl)}`);
     }
     const run = intFlag("run", values.run, RUNNER_DEFAULTS.run, 1, 4096);
+    const sessionLimits = sessionLimitFlags(values, run);
     const maxReceives = intFlag("max-receives", values["max-receives"], RUNNER_DEFAULTS.maxReceives, 1, 1000);
     const dlqSpec = queueFlag("dlq-url", values["dlq-url"], false);
     const resultsSpec = queueFlag("results-queue", values["results-queue"], false);
@@ -166,6 +191,7 @@ const command: Command = {
       ),
       waitSeconds: intFlag("wait-seconds", values["wait-seconds"], RUNNER_DEFAULTS.waitSeconds, 0, 20),
       sessionsRoot: values["sessions-dir"],
+      sessionLimits,
       harnessCacheDir: values["harness-cache"],
       allowUnsandboxed: values["allow-unsandboxed"] === true,
       evaluatorDirs: values["evaluator-dir"],
@@ -207,3 +233,25 @@ const command: Command = {
 };
 
 export default command;
+
+function existingDir(dir: string): string {
+  let d = dir;
+  while (!existsSync(d)) d = dirname(d);
+  return d;
+}
+
+/** The --session-* flags over the node's defaults for this --run; 0 drops a default. */
+function sessionLimitFlags(values: RunnerFlagValues, run: number): SessionLimits {
+  const sessionsDir = existingDir(values["sessions-dir"] ?? defaultSessionsRoot());
+  const node = defaultSessionLimits(run, nodeResources(sessionsDir));
+  const flag = (name: string, fallback: number | undefined): number | undefined => {
+    const n = intFlag(name, values[name], fallback ?? 0, 0, 1 << 30);
+    return n === 0 ? undefined : n;
+  };
+  return {
+    memory_mb: flag("session-memory-mb", node.memory_mb),
+    pids: flag("session-pids", node.pids),
+    disk_mb: flag("session-disk-mb", node.disk_mb),
+    output_mb: flag("session-output-mb", node.output_mb),
+  };
+}

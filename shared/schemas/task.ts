@@ -51,6 +51,12 @@ export const RuntimeSpec = z.strictObject({
       cpus: z.number().positive().optional(),
       memory_mb: z.number().int().positive().optional(),
       gpus: z.number().int().nonnegative().optional(),
+      /** Processes and threads of the session at once (a fork bomb stops here). */
+      pids: z.number().int().positive().optional(),
+      /** Size of the session's writable work dir and home together, in MiB. */
+      disk_mb: z.number().int().positive().optional(),
+      /** Bytes the harness may print on stdout and stderr together, in MiB. */
+      output_mb: z.number().int().positive().optional(),
     })
     .default({}),
 });

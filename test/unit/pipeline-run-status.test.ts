@@ -20,6 +20,7 @@ const session = (e: ExecResult | null, cancelled = false) =>
     cancelled,
     task: { task_id: "t", timeout_seconds: 5 },
     preset: { name: "pi" },
+    limits: { memory_mb: 512, pids: 64 },
   }) as unknown as RanSession;
 
 const ok = { finalAnswer: "Done.", success: true };
@@ -44,5 +45,17 @@ describe("runStatus: how a harness run ends", () => {
     });
     expect(runStatus(session(exec({}), true), ok).status).toBe("ERROR");
     expect(runStatus(session(null), failed).error).toBe("the harness did not run");
+  });
+
+  it("is ERROR naming the limit when the session hit one, a timeout or a clean exit after it included", () => {
+    expect(runStatus(session(exec({ limit: "memory", exitCode: null, signal: "SIGKILL" })), failed)).toEqual({
+      status: "ERROR",
+      error: "limit:memory: the session ran out of memory (memory_mb 512): the kernel killed a process",
+    });
+    expect(runStatus(session(exec({ limit: "pids", timedOut: true })), failed).error).toMatch(
+      /^limit:pids: /,
+    );
+    expect(runStatus(session(exec({ limit: "disk" })), ok).error).toMatch(/^limit:disk: /);
+    expect(runStatus(session(exec({ limit: "output" })), ok).status).toBe("ERROR");
   });
 });
