@@ -19,5 +19,5 @@ export { BuilderConfigError } from "./reconstruction/builder.ts";
 export { InvariantViolation } from "./reconstruction/invariants.ts";
 export { TaskFileError } from "./reconstruction/reconstruct-task.ts";
 // A task's runtime spec this runner does not allow (a bwrap image root outside --bwrap-image-dir).
-export { RuntimeSpecRefused } from "./runtime/runtime.ts";
+export { RuntimeSpecRefused } from "./runtime/runtime-spec-refused.ts";
 export { ShardInputError } from "./shards/write-group-shard.ts";

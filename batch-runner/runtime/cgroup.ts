@@ -1,8 +1,8 @@
 import { accessSync, constants, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdir, readFile, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { shellQuote } from "./shell-quote.ts";
 import type { LimitHit, SessionLimits } from "./limits.ts";
+import { shellQuote } from "./shell-quote.ts";
 
 /** What a session cgroup controls here: one directory per controller (v1) or one for all (v2). */
 interface CgroupLayout {

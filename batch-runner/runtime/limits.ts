@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import type { RuntimeSpec } from "../../shared/schemas/task.ts";
-import { RuntimeSpecRefused } from "./runtime.ts";
+import { RuntimeSpecRefused } from "./runtime-spec-refused.ts";
 
 /** A session's resource limits: the task's `runtime.limits` over the runner's defaults. */
 export type SessionLimits = z.infer<typeof RuntimeSpec>["limits"];

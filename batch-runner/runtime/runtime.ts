@@ -65,5 +65,4 @@ export interface RuntimeFactory {
   create(spec: RuntimeSpecInput): Promise<Runtime>;
 }
 
-/** The task's runtime spec is not allowed on this runner (a retry cannot help): recorded at once. */
-export class RuntimeSpecRefused extends Error {}
+export { RuntimeSpecRefused } from "./runtime-spec-refused.ts";

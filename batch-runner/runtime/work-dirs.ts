@@ -2,8 +2,8 @@ import { appendFileSync, existsSync } from "node:fs";
 import { cp, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
-import { removeRecordedContainer } from "./container-record.ts";
 import { removeSessionCgroups } from "./cgroup.ts";
+import { removeRecordedContainer } from "./container-record.ts";
 import { DiskVolume, unmountUnder } from "./disk-volume.ts";
 import { killSessionProcesses } from "./session-processes.ts";
 
