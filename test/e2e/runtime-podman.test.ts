@@ -150,8 +150,8 @@ describe.skipIf(!lane.ok)("the docker runtime on podman", () => {
     expect(existsSync(workDir)).toBe(false);
   }, 60_000);
 
-  it("puts cpus and memory_mb in the container's cgroup, and the memory limit kills a process that exceeds it", async () => {
-    await withRuntime("podman-limits", { cpus: 1, memory_mb: 128 }, async (rt) => {
+  it("puts cpus, memory_mb and pids in the container's cgroup; the memory limit kills a process that exceeds it, the pids limit refuses a fork", async () => {
+    await withRuntime("podman-limits", { cpus: 1, memory_mb: 128, pids: 64 }, async (rt) => {
       // cgroup v1 (this machine) or v2: whichever the container sees.
       const read = await rt.exec([
         "sh",
@@ -165,8 +165,7 @@ describe.skipIf(!lane.ok)("the docker runtime on podman", () => {
       expect(Number(memory)).toBe(128 * 1024 * 1024);
       const [quota, period] = (cpu ?? "").split(" ").map(Number);
       expect(quota).toBe(period);
-      // No pids limit is asked for here: podman's default (2048) still bounds a fork bomb.
-      expect(Number(pids)).toBeGreaterThan(0);
+      expect(Number(pids)).toBe(64);
       // 512 MB touched page by page under a 128 MB limit: the kernel's OOM killer ends it.
       const hog = await rt.exec(
         [
@@ -180,6 +179,13 @@ describe.skipIf(!lane.ok)("the docker runtime on podman", () => {
       expect(hog.exitCode).toBe(137);
       // The container itself lives on for the next command.
       expect((await rt.exec(["echo", "alive"])).stdout).toBe("alive\n");
+      // 200 sleepers under 64 pids (bounded: each ends in 5 s; last, so node above had its threads): the shell's fork is refused.
+      const forks = await rt.exec(
+        ["sh", "-c", "i=0; while [ $i -lt 200 ]; do sleep 5 & i=$((i+1)); done; echo all-started"],
+        { timeoutMs: 30_000 },
+      );
+      expect(forks.stdout).not.toContain("all-started");
+      expect(forks.stderr).toMatch(/fork/i);
     });
   }, 90_000);
 
