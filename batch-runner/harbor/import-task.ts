@@ -134,6 +134,7 @@ export async function importHarborTask(dir: string, opts: ImportOptions): Promis
       limits: {
         ...(toml.environment?.cpus ? { cpus: toml.environment.cpus } : {}),
         ...(toml.environment?.memory_mb ? { memory_mb: toml.environment.memory_mb } : {}),
+        ...(toml.environment?.storage_mb ? { disk_mb: toml.environment.storage_mb } : {}),
         ...(toml.environment?.gpus ? { gpus: toml.environment.gpus } : {}),
       },
     },

@@ -38,6 +38,8 @@ export const TaskToml = z.strictObject({
       build_timeout_sec: Seconds.optional(),
       cpus: z.number().positive().nullable().optional(),
       memory_mb: z.number().int().positive().nullable().optional(),
+      // Work dir and home together: runtime.limits.disk_mb, a size-capped volume (docs/security.md).
+      storage_mb: z.number().int().positive().nullable().optional(),
       gpus: z.number().int().nonnegative().nullable().optional(),
       workdir: z.string().nullable().optional(),
       env: Env.optional(),
@@ -67,7 +69,6 @@ export const UNSUPPORTED: Record<string, string> = {
   "environment.skills_dir": "skills are not installed for the agent",
   "environment.gpu_types": "GPU types cannot be requested (runtime.limits.gpus only counts)",
   "environment.tpu": "TPUs cannot be requested",
-  "environment.storage_mb": "a storage limit cannot be set",
   "environment.os": "only linux tasks run",
   "agent.user": "the agent always runs as the sandbox's unprivileged user",
   "agent.network_mode": NO_NETWORK,

@@ -99,7 +99,7 @@ describe.skipIf(!lane.ok)("the docker runtime on podman", () => {
 
   async function withRuntime<T>(
     sessionId: string,
-    limits: { cpus?: number; memory_mb?: number },
+    limits: { cpus?: number; memory_mb?: number; pids?: number },
     body: (rt: Runtime) => Promise<T>,
   ): Promise<T> {
     const rt = await factory().create({

@@ -30,6 +30,7 @@ timeout_sec = 300.0
 [environment]
 cpus = 1
 memory_mb = 2048
+storage_mb = 4096
 os = "linux"
 `,
   "instruction.md": "Create /app/hello.txt containing hi.\n",
@@ -77,7 +78,7 @@ describe("importHarborTask", () => {
       instruction: "Create ./hello.txt containing hi.",
       num_samples: 2,
       timeout_seconds: 300,
-      runtime: { env: { LANG: "C.UTF-8", TZ: "UTC" }, limits: { cpus: 1, memory_mb: 2048 } },
+      runtime: { env: { LANG: "C.UTF-8", TZ: "UTC" }, limits: { cpus: 1, memory_mb: 2048, disk_mb: 4096 } },
       evaluator: {
         strategy: "harbor",
         config: {
