@@ -42,7 +42,12 @@ const readOnly = await startChild(
 );
 const prompt = `Follow the script.\n\n\`\`\`polar-script\nsay: ${"The quick brown fox jumps over the lazy dog. ".repeat(200)}\n\`\`\`\n`;
 const body = { model: "m", max_tokens: 500, stream: true, messages: [{ role: "user", content: prompt }] };
-const engineBody = { ...body, return_token_ids: true, logprobs: true, stream_options: { include_usage: true } };
+const engineBody = {
+  ...body,
+  return_token_ids: true,
+  logprobs: true,
+  stream_options: { include_usage: true },
+};
 async function drain(url: string, b: unknown, token?: string): Promise<void> {
   const res = await fetch(url, {
     method: "POST",
@@ -69,18 +74,24 @@ try {
   }
   const liveMs = (cpuMs(live.pid) - before.live) / n;
   const readMs = (cpuMs(readOnly.pid) - before.read) / n;
-  const sys = (pid: number, was: { system: number }) => ((cpuSplitMs(pid).system - was.system) / n).toFixed(1);
-  for (const [name, pid] of [["live", live.pid], ["read-only", readOnly.pid]] as const) {
+  const sys = (pid: number, was: { system: number }) =>
+    ((cpuSplitMs(pid).system - was.system) / n).toFixed(1);
+  for (const [name, pid] of [
+    ["live", live.pid],
+    ["read-only", readOnly.pid],
+  ] as const) {
     const was = threads[name === "live" ? "live" : "read"];
     const now = threadTicks(pid);
     const parts = [...now]
-      .map(([t, ticks]) => [t, (ticks - (was.get(t) ?? 0)) * 10 / n] as const)
+      .map(([t, ticks]) => [t, ((ticks - (was.get(t) ?? 0)) * 10) / n] as const)
       .filter(([, ms]) => ms > 0)
       .sort((a, b) => b[1] - a[1])
       .map(([t, ms]) => `${t} ${ms.toFixed(1)}`);
     console.log(`${name} CPU ms per call by thread: ${parts.join(", ")}`);
   }
-  console.log(`system time per call: live ${sys(live.pid, split.live)} ms, read-only ${sys(readOnly.pid, split.read)} ms`);
+  console.log(
+    `system time per call: live ${sys(live.pid, split.live)} ms, read-only ${sys(readOnly.pid, split.read)} ms`,
+  );
   console.log(
     `live ${liveMs.toFixed(1)} ms/call, read-only ${readMs.toFixed(1)} ms/call, ratio ${(liveMs / readMs).toFixed(2)}`,
   );
