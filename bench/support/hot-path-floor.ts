@@ -97,11 +97,10 @@ const dir = mkdtempSync(join(tmpdir(), "polar-floor-"));
 const store = new DirectoryStore(dir);
 let k = 0;
 const rows: Array<[string, number]> = [
-  ["request: UTF-8 decode + JSON.parse (48 KB)", cpuOf(() => JSON.parse(decoder.decode(requestBytes)))],
   [
-    "request: JSON.parse + Anthropic -> chat decode",
+    "request: UTF-8 decode + JSON.parse (48 KB) + Anthropic -> chat decode",
     cpuOf(() =>
-      decodeAnthropicRequest(JSON.parse(w.body), {
+      decodeAnthropicRequest(JSON.parse(decoder.decode(requestBytes)), {
         path: "/v1/messages",
         query: new URLSearchParams(),
         pathModel: null,
