@@ -3,7 +3,7 @@
 // (directory store in a temp dir) and `pass-through.ts --discard`, sends N calls (Chat Completions,
 // 500 tokens) to each side by side, K at a time, and prints CPU ms per call. Env: N=8, K=4,
 // NODEARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" (flags for the proxy process).
-import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { mintSessionToken } from "../../shared/session-token.ts";
 import { freePort, startChild } from "./children.ts";
@@ -23,15 +23,10 @@ const policy = await startChild(
 );
 const upstream = `http://127.0.0.1:${pp}`;
 const lp = await freePort();
+const storeDir = mkdtempSync(`${tmpdir()}/polar-stream-quick-`);
 const live = await startChild(
   process.execPath,
-  [
-    ...extra,
-    `${root}bench/support/polar-proxy-process.ts`,
-    upstream,
-    String(lp),
-    mkdtempSync(`${tmpdir()}/polar-stream-quick-`),
-  ],
+  [...extra, `${root}bench/support/polar-proxy-process.ts`, upstream, String(lp), storeDir],
   { env: { ...process.env, POLAR_SIGNING_KEY: key, POLAR_BENCH_STREAM_MODE: "live" }, ready },
 );
 const rp = await freePort();
@@ -99,6 +94,7 @@ try {
   await live.stop();
   await readOnly.stop();
   await policy.stop();
+  rmSync(storeDir, { recursive: true, force: true });
 }
 
 /** CPU ticks (user + system) per thread name of `pid`, summed over threads of one name. */
