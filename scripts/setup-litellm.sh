@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 python=${PYTHON:-python3}
-# 1.100.5: the newest whose `proxy` extra resolved here (1.104.9 pins a litellm-proxy-extras build
+# 1.100.5: its `proxy` extra resolves from the index this project uses (1.104.9 pins a litellm-proxy-extras build
 # the index lacks; 1.110 moved the proxy into a separate litellm-proxy package); never 1.107.0,
 # the release that was compromised.
 version=${LITELLM_VERSION:-1.100.5}
