@@ -279,11 +279,14 @@ async function run(): Promise<{ markdown: string }> {
             );
           }
           const cpuPer = (t: Target | null) =>
-            t ? samples.get(t)!.cpu / Math.max(1, samples.get(t)!.ok) : Number.NaN;
+            t && samples.has(t) ? samples.get(t)!.cpu / Math.max(1, samples.get(t)!.ok) : Number.NaN;
           const rpsOf = (t: Target | null) =>
             t && samples.has(t) ? samples.get(t)!.ok / samples.get(t)!.seconds : Number.NaN;
+          const cpuVsPass = (t: Target | null) => `${fmt(cpuPer(t) / cpuPer(pass), 1)}x`;
+          const slowerThanPass = (t: Target | null) => `${fmt(rpsOf(pass) / rpsOf(t), 1)}x`;
+          const rss = (t: Target | null) => (t ? fmt(peakRssMb(t.child.pid), 0) : "n/a");
           summary.push(
-            `| ${provider} | ${stream ? "yes" : "no"} | ${c} | ${fmt(cpuPer(ours), 2)} | ${fmt(cpuPer(ours) / cpuPer(pass), 1)}x | ${ccr && samples.has(ccr) ? `${fmt(rpsOf(ours) / rpsOf(ccr), 1)}x` : "-"} |`,
+            `| ${provider} | ${stream ? "yes" : "no"} | ${c} | ${fmt(cpuPer(ours), 2)} | ${cpuVsPass(ours)} | ${cpuVsPass(oursS3 || null)} | ${slowerThanPass(ours)} | ${slowerThanPass(oursS3 || null)} | ${rss(ours)} / ${rss(oursS3 || null)} | ${ccr && samples.has(ccr) ? `${fmt(rpsOf(ours) / rpsOf(ccr), 1)}x` : "-"} |`,
           );
         }
       }
@@ -303,10 +306,12 @@ async function run(): Promise<{ markdown: string }> {
       `Upstream: zero-latency vLLM-shaped responder (124 KB answer: 12,000 prompt ids, 500 output tokens with logprobs).`,
       `Load: autocannon in the bench process, ${WARMUP_S} s warm-up discarded, ${ROUNDS} rounds of ${DURATION_S} s per target, order alternated; CPU ms/req = target process CPU time / 2xx responses.`,
       "",
-      "### Summary: our proxy with capture to the directory store",
+      "### Summary: our proxy with capture, against the bare pass-through in the same run",
       "",
-      "| provider | streamed | conc. | CPU ms/req | vs pass-through CPU | throughput vs claude-code-router |",
-      "|---|---|---|---|---|---|",
+      "Issue 28's targets (non-streamed): CPU per call at most 2x the pass-through's, throughput at 64 clients within 1.5x of the pass-through's (the `pass-through req/s ÷ ours` columns), peak RSS under 300 MB with 64 clients. Peak RSS is the process's high-water mark so far (VmHWM), so a row also carries the peaks of the rows measured before it.",
+      "",
+      "| provider | streamed | conc. | dir CPU ms/req | dir CPU vs pass-through | S3 CPU vs pass-through | pass-through req/s ÷ dir | pass-through req/s ÷ S3 | peak RSS MB dir / S3 | throughput vs claude-code-router |",
+      "|---|---|---|---|---|---|---|---|---|---|",
       ...summary,
       "",
       "### Capture cost",

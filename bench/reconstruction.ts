@@ -25,7 +25,7 @@ const REPEATS = 5;
  * block under enable_thinking=false) that the next prompt does not repeat: no prompt extends
  * another, the worst case for the number of open chains.
  */
-function session(turns: number, chainPerTurn = false): CaptureRecord[] {
+export function session(turns: number, chainPerTurn = false): CaptureRecord[] {
   const suffix = chainPerTurn ? [151667, 271, 151668, 271] : [];
   const growth = Math.floor((FINAL_CONTEXT - SYSTEM) / turns);
   const responseLen = Math.max(2, Math.floor(growth * 0.4));

@@ -5,12 +5,19 @@ const TICKS_PER_SECOND = 100;
 
 /** User + system CPU milliseconds consumed so far by `pid` (not its children). */
 export function cpuMs(pid: number): number {
+  const { user, system } = cpuSplitMs(pid);
+  return user + system;
+}
+
+/** User and system CPU milliseconds consumed so far by `pid`, apart (system: the kernel's share). */
+export function cpuSplitMs(pid: number): { user: number; system: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   // Fields after the command name, which may contain spaces, start after the last ')'.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  const utime = Number(fields[11]);
-  const stime = Number(fields[12]);
-  return ((utime + stime) * 1000) / TICKS_PER_SECOND;
+  return {
+    user: (Number(fields[11]) * 1000) / TICKS_PER_SECOND,
+    system: (Number(fields[12]) * 1000) / TICKS_PER_SECOND,
+  };
 }
 
 /** Peak resident set size of `pid` in MiB (VmHWM). */
