@@ -2,6 +2,7 @@ import { mkdir } from "node:fs/promises";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { keys } from "../shared/keys.ts";
+import type { SessionLimits as ProxySessionLimits } from "../shared/schemas/proxy-limits.ts";
 import type { ObjectStore } from "../shared/store/object-store.ts";
 import { resolveEvaluator } from "./evaluation/registry.ts";
 import { defaultCacheDir, installHarness } from "./harness/install.ts";
@@ -56,6 +57,11 @@ export interface RunnerOptions {
    */
   sessionLimits?: SessionLimits;
   /**
+   * What the proxy lets a session take where its task's `agent.proxy_limits` names none (a key left
+   * out: no limit); default `RUNNER_DEFAULTS.proxyMaxInFlight` and `proxyTokensPerMinute`.
+   */
+  proxyLimits?: ProxySessionLimits;
+  /**
    * Lets tasks run in the `process` runtime (on the host, as the runner's user), and lets the runner
    * start without a working bwrap (the default runtime then falls back to `process`). Off by default.
    */
@@ -98,6 +104,7 @@ export async function startRunner(opts: RunnerOptions): Promise<Runner> {
   const deps: SessionDeps = {
     store: opts.store,
     sessionLimits,
+    proxyLimits: opts.proxyLimits,
     runtimes:
       opts.runtimes ??
       sandboxedRuntimes(

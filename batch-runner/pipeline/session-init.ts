@@ -1,6 +1,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, isAbsolute, join } from "node:path";
 import { keys } from "../../shared/keys.ts";
+import type { ProxyLimits, SessionLimits as ProxySessionLimits } from "../../shared/schemas/proxy-limits.ts";
 import { SessionJob } from "../../shared/schemas/task.ts";
 import { mintSessionToken } from "../../shared/session-token.ts";
 import { formatIssues } from "../../shared/zod-issues.ts";
@@ -143,11 +144,7 @@ export async function initSession(
             attempt,
             sampling: task.agent.sampling,
             tokenInTokenOut: task.agent.token_in_token_out,
-            limits: {
-              maxInFlight: task.agent.proxy_limits?.max_in_flight ?? RUNNER_DEFAULTS.proxyMaxInFlight,
-              tokensPerMinute:
-                task.agent.proxy_limits?.tokens_per_minute ?? RUNNER_DEFAULTS.proxyTokensPerMinute,
-            },
+            limits: proxyLimitsOf(task.agent.proxy_limits, deps.proxyLimits),
             ttlSeconds: task.timeout_seconds + deps.tokenMarginSeconds,
           },
           deps.signingKey,
@@ -195,4 +192,20 @@ export async function initSession(
 function tail(s: string): string {
   const t = s.trim();
   return t.length > 500 ? `...${t.slice(-500)}` : t || "(no output)";
+}
+
+/** The task's proxy limits over the runner's (a key the task leaves out takes the runner's). */
+export function proxyLimitsOf(
+  task: ProxyLimits | undefined,
+  runner: ProxySessionLimits = {
+    maxInFlight: RUNNER_DEFAULTS.proxyMaxInFlight,
+    tokensPerMinute: RUNNER_DEFAULTS.proxyTokensPerMinute,
+  },
+): ProxySessionLimits {
+  const maxInFlight = task?.max_in_flight ?? runner.maxInFlight;
+  const tokensPerMinute = task?.tokens_per_minute ?? runner.tokensPerMinute;
+  return {
+    ...(maxInFlight === undefined ? {} : { maxInFlight }),
+    ...(tokensPerMinute === undefined ? {} : { tokensPerMinute }),
+  };
 }

@@ -1,3 +1,4 @@
+import type { SessionLimits as ProxySessionLimits } from "../../shared/schemas/proxy-limits.ts";
 import type { SessionJob, TaskRequest } from "../../shared/schemas/task.ts";
 import type { SessionResult, Trajectory } from "../../shared/schemas/trajectory.ts";
 import type { ObjectStore } from "../../shared/store/object-store.ts";
@@ -24,6 +25,12 @@ export interface SessionDeps {
   runtimes: Record<string, RuntimeFactory>;
   /** Per-session limits where the task names none (runner-defaults.ts), applied where enforceable. */
   sessionLimits?: SessionLimits;
+  /**
+   * What the proxy lets a session take where the task's `agent.proxy_limits` names none (each key
+   * separately; a key left out: no limit); default: `RUNNER_DEFAULTS.proxyMaxInFlight` and
+   * `proxyTokensPerMinute`. Minted into the session token.
+   */
+  proxyLimits?: ProxySessionLimits;
   /** Proxy base URL as the host sees it. */
   proxyUrl: string;
   /** POLAR_SIGNING_KEY; null when the proxy runs with `--auth off` (the token is then the session id). */

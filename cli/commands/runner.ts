@@ -7,6 +7,7 @@ import { defaultSessionLimits, postrunSlots, RUNNER_DEFAULTS } from "../../batch
 import type { SessionLimits } from "../../batch-runner/runtime/limits.ts";
 import { nodeResources } from "../../batch-runner/runtime/node-resources.ts";
 import { defaultSessionsRoot } from "../../batch-runner/runtime/work-dirs.ts";
+import type { SessionLimits as ProxySessionLimits } from "../../shared/schemas/proxy-limits.ts";
 import { type Command, UsageError } from "../command.ts";
 import { intFlag, numberFlag, parseFlags, queueFlag, storeFlag, weakSigningKeyWarning } from "../flags.ts";
 
@@ -23,6 +24,7 @@ const usage = `Usage: polar runner --queue memory|SQS_URL --store DIR|s3://bucke
                     [--evaluator-dir DIR]... [--files-dir DIR]... [--callback-allow-host HOST]...
                     [--bwrap-image-dir DIR]...
                     [--session-memory-mb N] [--session-pids N] [--session-disk-mb N] [--session-output-mb N]
+                    [--session-max-in-flight N] [--session-tokens-per-minute N]
 
 A batch runner: receives SessionJobs, runs each session through INIT -> READY -> RUNNING -> POSTRUN
 and writes results/{task}/{session}.json and the task's group shard when its last session lands.
@@ -76,6 +78,12 @@ and writes results/{task}/{session}.json and the task's group shard when its las
                        logged at start; a task asking for a limit its runtime cannot enforce ends
                        ERROR at INIT. A hit ends the session ERROR with limit:memory, limit:pids,
                        limit:disk or limit:output (docs/security.md, "Resource limits")
+  --session-max-in-flight N, --session-tokens-per-minute N
+                       what the proxy lets a session take where its task's agent.proxy_limits names
+                       none, minted into the session token: model calls in progress at once (default
+                       ${RUNNER_DEFAULTS.proxyMaxInFlight}) and prompt + completion tokens per minute (default ${RUNNER_DEFAULTS.proxyTokensPerMinute}); 0 = no
+                       limit. Past either, the harness gets its provider's 429 with retry-after
+                       (docs/security.md, "Fair share at the proxy")
 
 Environment: POLAR_SIGNING_KEY (the proxy's key; unset = the proxy runs with --auth off),
 AWS_* and AWS_ENDPOINT_URL_SQS for SQS, AWS_ENDPOINT_URL_S3 for s3:// stores; none of it reaches a
@@ -118,6 +126,8 @@ const command: Command = {
             "session-pids",
             "session-disk-mb",
             "session-output-mb",
+            "session-max-in-flight",
+            "session-tokens-per-minute",
           ].map((k) => [k, { type: "string" as const }]),
         ),
         "allow-unsandboxed": { type: "boolean" },
@@ -137,6 +147,7 @@ const command: Command = {
     }
     const run = intFlag("run", values.run, RUNNER_DEFAULTS.run, 1, 4096);
     const sessionLimits = sessionLimitFlags(values, run);
+    const proxyLimits = proxyLimitFlags(values);
     const maxReceives = intFlag("max-receives", values["max-receives"], RUNNER_DEFAULTS.maxReceives, 1, 1000);
     const dlqSpec = queueFlag("dlq-url", values["dlq-url"], false);
     const resultsSpec = queueFlag("results-queue", values["results-queue"], false);
@@ -192,6 +203,7 @@ const command: Command = {
       waitSeconds: intFlag("wait-seconds", values["wait-seconds"], RUNNER_DEFAULTS.waitSeconds, 0, 20),
       sessionsRoot: values["sessions-dir"],
       sessionLimits,
+      proxyLimits,
       harnessCacheDir: values["harness-cache"],
       allowUnsandboxed: values["allow-unsandboxed"] === true,
       evaluatorDirs: values["evaluator-dir"],
@@ -253,5 +265,27 @@ function sessionLimitFlags(values: RunnerFlagValues, run: number): SessionLimits
     pids: flag("session-pids", node.pids),
     disk_mb: flag("session-disk-mb", node.disk_mb),
     output_mb: flag("session-output-mb", node.output_mb),
+  };
+}
+
+/** The proxy's per-session limits over RUNNER_DEFAULTS; 0 drops one. */
+function proxyLimitFlags(values: RunnerFlagValues): ProxySessionLimits {
+  const inFlight = intFlag(
+    "session-max-in-flight",
+    values["session-max-in-flight"],
+    RUNNER_DEFAULTS.proxyMaxInFlight,
+    0,
+    4096,
+  );
+  const tpm = intFlag(
+    "session-tokens-per-minute",
+    values["session-tokens-per-minute"],
+    RUNNER_DEFAULTS.proxyTokensPerMinute,
+    0,
+    10_000_000_000,
+  );
+  return {
+    ...(inFlight === 0 ? {} : { maxInFlight: inFlight }),
+    ...(tpm === 0 ? {} : { tokensPerMinute: tpm }),
   };
 }
