@@ -112,7 +112,8 @@ const testOnOutput: RewardCase = {
       command: "python3 check.py",
       files: { "check.py": CHECK_PY, "expected.txt": "5\n" },
       expected_lines: ["PASS"],
-      timeout_seconds: 8,
+      // Room for a fresh judge runtime and `python3` on 2 busy cores; the stalling tricks wait it out.
+      timeout_seconds: 15,
     },
   },
   prepare: [],
@@ -157,7 +158,8 @@ const sweConfig = {
   pass_to_pass: ["mul multiplies"],
   exclude_paths: ["tests"],
   files: { "tests/add.test.mjs": ADD_TEST },
-  timeout_seconds: 8,
+  // Room for a fresh judge runtime and `node --test` on 2 busy cores; judge-times-out waits it out.
+  timeout_seconds: 15,
 };
 
 const sweTricks: Trick[] = [
