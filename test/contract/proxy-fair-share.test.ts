@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SessionLimits } from "../../shared/schemas/proxy-limits.ts";
 import { mintSessionToken } from "../../shared/session-token.ts";
 import { MemoryStore } from "../../shared/store/memory-store.ts";
-import { type FakeUpstream, startFakeUpstream } from "../support/fake-upstream.ts";
+import { answerOneToken, type FakeUpstream, startFakeUpstream } from "../support/fake-upstream.ts";
 import { readCaptures, startProxy, type TestProxy } from "../support/proxy.ts";
 
 /**
@@ -29,29 +29,6 @@ const KEY = "fair-share-signing-key";
 const ROUNDS_BOUND = Math.ceil((K + N) / SLOTS);
 const ALLOWED = ROUNDS_BOUND + 2;
 
-function vllmAnswer(res: ServerResponse): void {
-  res.writeHead(200, { "content-type": "application/json" });
-  res.end(
-    JSON.stringify({
-      id: "c1",
-      object: "chat.completion",
-      created: 1,
-      model: "m",
-      prompt_token_ids: [1, 2, 3],
-      choices: [
-        {
-          index: 0,
-          message: { role: "assistant", content: "ok" },
-          finish_reason: "stop",
-          token_ids: [7],
-          logprobs: { content: [{ token: "ok", logprob: -0.1, top_logprobs: [] }] },
-        },
-      ],
-      usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 },
-    }),
-  );
-}
-
 /** SLOTS calls at once, CALL_MS each, the rest in arrival order. */
 function slotLimitedEngine() {
   let busy = 0;
@@ -62,7 +39,7 @@ function slotLimitedEngine() {
       busy++;
       setTimeout(() => {
         busy--;
-        if (!res.destroyed) vllmAnswer(res);
+        if (!res.destroyed) answerOneToken(res);
         next();
       }, CALL_MS);
     }

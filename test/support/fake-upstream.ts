@@ -32,26 +32,7 @@ export async function startFakeUpstream(
       }
       state.chatCalls++;
       if (answer) return answer(req, res);
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end(
-        JSON.stringify({
-          id: "c1",
-          object: "chat.completion",
-          created: 1,
-          model: "m",
-          prompt_token_ids: [1, 2, 3],
-          choices: [
-            {
-              index: 0,
-              message: { role: "assistant", content: "ok" },
-              finish_reason: "stop",
-              token_ids: [7],
-              logprobs: { content: [{ token: "ok", logprob: -0.1, top_logprobs: [] }] },
-            },
-          ],
-          usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 },
-        }),
-      );
+      answerOneToken(res);
     });
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
@@ -66,4 +47,28 @@ export async function startFakeUpstream(
         server.close(() => r());
       }),
   };
+}
+
+/** vLLM's answer to a chat call with token ids: one sampled token, "ok", with its logprob. */
+export function answerOneToken(res: ServerResponse): void {
+  res.writeHead(200, { "content-type": "application/json" });
+  res.end(
+    JSON.stringify({
+      id: "c1",
+      object: "chat.completion",
+      created: 1,
+      model: "m",
+      prompt_token_ids: [1, 2, 3],
+      choices: [
+        {
+          index: 0,
+          message: { role: "assistant", content: "ok" },
+          finish_reason: "stop",
+          token_ids: [7],
+          logprobs: { content: [{ token: "ok", logprob: -0.1, top_logprobs: [] }] },
+        },
+      ],
+      usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 },
+    }),
+  );
 }
