@@ -15,11 +15,11 @@ import { dockerRuntimeFactory } from "../../batch-runner/runtime/docker.ts";
 import type { Runtime } from "../../batch-runner/runtime/runtime.ts";
 import { HOST_NODE_DIR } from "../../batch-runner/runtime/socket-bridge.ts";
 import { reapOrphanedSessions } from "../../batch-runner/runtime/work-dirs.ts";
-import { keys } from "../../shared/keys.ts";
 import { DirectoryStore } from "../../shared/node/directory-store.ts";
 import type { CaptureRecord } from "../../shared/schemas/capture.ts";
-import { SessionResult } from "../../shared/schemas/trajectory.ts";
+import type { SessionResult } from "../../shared/schemas/trajectory.ts";
 import { podmanLane } from "../support/podman.ts";
+import { readTaskResults } from "../support/runner-stack.ts";
 import { POLAR, readSessionResult, scriptedTask } from "./polar-run-process.ts";
 
 /*
@@ -369,11 +369,7 @@ describe.skipIf(!lane.ok)("polar run with runtime.backend docker on podman", () 
     pi = await readSessionResult(store, "podman-pi", output);
     piCaptures = (await loadCaptures(new DirectoryStore(store), "podman-pi", pi.session_id)).captures;
     timedOut = await readSessionResult(store, "podman-timeout", output);
-    const ds = new DirectoryStore(store);
-    for (const key of await ds.list(keys.resultsOfTask("podman-attack"))) {
-      const bytes = (await ds.get(key)) as Uint8Array;
-      attacks.push(SessionResult.parse(JSON.parse(new TextDecoder().decode(bytes))));
-    }
+    attacks.push(...(await readTaskResults(new DirectoryStore(store), "podman-attack")));
   }, 300_000);
 
   afterAll(async () => {

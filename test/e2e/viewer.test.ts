@@ -10,10 +10,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { readShardParquet } from "../../batch-runner/shards/read-shard.ts";
 import { keys } from "../../shared/keys.ts";
 import { DirectoryStore } from "../../shared/node/directory-store.ts";
-import { SessionResult } from "../../shared/schemas/trajectory.ts";
 import { mountViewer } from "../../viewer/server/mount.ts";
 import { qwen3Decoder } from "../../viewer/server/server.ts";
 import { chromiumMissing, launchChromium } from "../support/chromium.ts";
+import { readTaskResults } from "../support/runner-stack.ts";
 import {
   BREAK_SESSION,
   BREAK_TASK,
@@ -94,14 +94,7 @@ describe.skipIf(missing !== null)("polar view in Chromium", () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  async function results(taskId: string): Promise<SessionResult[]> {
-    const out: SessionResult[] = [];
-    for (const key of await store.list(keys.resultsOfTask(taskId))) {
-      const bytes = await store.get(key);
-      if (bytes) out.push(SessionResult.parse(JSON.parse(new TextDecoder().decode(bytes))));
-    }
-    return out;
-  }
+  const results = (taskId: string) => readTaskResults(store, taskId);
 
   async function shot(name: string) {
     if (!SHOTS) return;

@@ -9,10 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bwrapProblem } from "../../batch-runner/runtime/bwrap.ts";
 import { cgroupLayout, cgroupSupport } from "../../batch-runner/runtime/cgroup.ts";
 import { diskVolumeSupport } from "../../batch-runner/runtime/disk-volume.ts";
-import { keys } from "../../shared/keys.ts";
 import { DirectoryStore } from "../../shared/node/directory-store.ts";
 import type { TaskRequestInput } from "../../shared/schemas/task.ts";
-import { SessionResult } from "../../shared/schemas/trajectory.ts";
+import type { SessionResult } from "../../shared/schemas/trajectory.ts";
+import { readTaskResults } from "../support/runner-stack.ts";
 
 /*
  * Issue 27's fault suite: one `polar run` in the default runtime (bwrap) runs every runaway session
@@ -217,11 +217,7 @@ beforeAll(async () => {
   wallMs = Date.now() - started;
   const store = new DirectoryStore(join(dir, "out", "store"));
   for (const task of TASKS) {
-    const list: SessionResult[] = [];
-    for (const key of await store.list(keys.resultsOfTask(task.task_id))) {
-      const bytes = (await store.get(key)) as Uint8Array;
-      list.push(SessionResult.parse(JSON.parse(new TextDecoder().decode(bytes))));
-    }
+    const list = await readTaskResults(store, task.task_id);
     results.set(task.task_id, list);
     for (const r of list) {
       console.log(

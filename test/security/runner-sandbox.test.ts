@@ -6,9 +6,9 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bwrapProblem } from "../../batch-runner/runtime/bwrap.ts";
-import { keys } from "../../shared/keys.ts";
 import { DirectoryStore } from "../../shared/node/directory-store.ts";
-import { SessionResult } from "../../shared/schemas/trajectory.ts";
+import type { SessionResult } from "../../shared/schemas/trajectory.ts";
+import { readTaskResults } from "../support/runner-stack.ts";
 
 /*
  * Findings 1, 5 and 10, as the agent would try them in the DEFAULT runtime (`polar run`, a task that
@@ -90,11 +90,7 @@ beforeAll(async () => {
     child.on("close", done);
   });
   if (code !== 0) throw new Error(`polar run exited ${code}:\n${output}`);
-  const ds = new DirectoryStore(store);
-  for (const key of await ds.list(keys.resultsOfTask("attack"))) {
-    const bytes = (await ds.get(key)) as Uint8Array;
-    results.push(SessionResult.parse(JSON.parse(new TextDecoder().decode(bytes))));
-  }
+  results.push(...(await readTaskResults(new DirectoryStore(store), "attack")));
 }, 120_000);
 
 afterAll(async () => {

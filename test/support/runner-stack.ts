@@ -66,6 +66,16 @@ export async function readResult(
   return bytes ? SessionResult.parse(JSON.parse(new TextDecoder().decode(bytes))) : null;
 }
 
+/** Every session result stored for a task, in key order. */
+export async function readTaskResults(store: DirectoryStore, taskId: string): Promise<SessionResult[]> {
+  const out: SessionResult[] = [];
+  for (const key of await store.list(keys.resultsOfTask(taskId))) {
+    const bytes = await store.get(key);
+    if (bytes) out.push(SessionResult.parse(JSON.parse(new TextDecoder().decode(bytes))));
+  }
+  return out;
+}
+
 export async function capturesOf(
   store: DirectoryStore,
   taskId: string,
