@@ -7,7 +7,7 @@ import { join } from "node:path";
 import autocannon from "autocannon";
 import { mintSessionToken } from "../../shared/session-token.ts";
 import { freePort, startChild } from "./children.ts";
-import { cpuMs, peakRssMb } from "./process-stats.ts";
+import { cpuMs, cpuSplitMs, peakRssMb } from "./process-stats.ts";
 import { workload } from "./workloads.ts";
 
 const root = new URL("../..", import.meta.url).pathname;
@@ -50,10 +50,14 @@ try {
         };
         await autocannon({ ...opts, duration: 1 });
         const before = cpuMs(p.pid);
+        const split0 = cpuSplitMs(p.pid);
         const r = await autocannon({ ...opts, duration: dur });
         const cpu = cpuMs(p.pid) - before;
+        const split1 = cpuSplitMs(p.pid);
+        const n = Math.max(1, r["2xx"]);
+        const sys = ((split1.system - split0.system) / n).toFixed(2);
         console.log(
-          `${prov} stream=${stream} c=${c}: ${(r["2xx"] / r.duration).toFixed(0)} req/s, p50 ${r.latency.p50} ms, CPU ${(cpu / Math.max(1, r["2xx"])).toFixed(2)} ms/req, non2xx ${r.non2xx} err ${r.errors}, rss ${peakRssMb(p.pid).toFixed(0)} MB`,
+          `${prov} stream=${stream} c=${c}: ${(r["2xx"] / r.duration).toFixed(0)} req/s, p50 ${r.latency.p50} ms, CPU ${(cpu / n).toFixed(2)} ms/req (sys ${sys}), non2xx ${r.non2xx} err ${r.errors}, rss ${peakRssMb(p.pid).toFixed(0)} MB`,
         );
       }
 } finally {

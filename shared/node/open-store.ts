@@ -89,14 +89,17 @@ class LazyS3Store implements ObjectStore {
   }
 
   private open(): Promise<S3Store> {
-    this.loading ??= import("../store/s3-store.ts").then(({ S3Store, s3ClientFromEnv }) => {
-      this.loaded = new S3Store({
-        bucket: this.bucket,
-        prefix: this.prefix,
-        client: s3ClientFromEnv(this.env),
-      });
-      return this.loaded;
-    });
+    this.loading ??= Promise.all([import("../store/s3-store.ts"), import("./s3-put-transport.ts")]).then(
+      ([{ S3Store, s3ClientFromEnv }, { undiciPutTransport }]) => {
+        this.loaded = new S3Store({
+          bucket: this.bucket,
+          prefix: this.prefix,
+          client: s3ClientFromEnv(this.env),
+          putTransport: undiciPutTransport(),
+        });
+        return this.loaded;
+      },
+    );
     return this.loading;
   }
 }

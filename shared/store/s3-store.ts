@@ -9,6 +9,7 @@ import {
 } from "@aws-sdk/client-s3";
 import { compareBytes } from "./memory-store.ts";
 import type { ObjectStore, PutOptions } from "./object-store.ts";
+import { baseUrlFrom, FastPut, type PutTransport, type SentRequest } from "./s3-fast-put.ts";
 import { assertStoreKey } from "./store-key.ts";
 import {
   bodyLength,
@@ -28,6 +29,11 @@ export interface S3StoreOptions {
   client?: S3Client;
   /** Default DEFAULT_STORE_TIMEOUTS (or POLAR_STORE_TIMEOUT_S); every operation gets the deadline. */
   timeouts?: Partial<StoreTimeouts>;
+  /**
+   * Send `put` as one signed request over this transport instead of through the SDK's stack
+   * (s3-fast-put.ts), where the client's addressing allows; every other call stays on the SDK.
+   */
+  putTransport?: PutTransport;
 }
 
 /**
@@ -46,6 +52,9 @@ export class S3Store implements ObjectStore {
   readonly prefix: string;
   private readonly client: S3Client;
   private readonly timeouts: StoreTimeouts;
+  private readonly putTransport?: PutTransport;
+  /** Learned from the first PUT the SDK sends; null: this store's puts stay on the SDK. */
+  private fastPut?: FastPut | null;
 
   constructor(opts: S3StoreOptions) {
     if (!opts.bucket) throw new S3StoreError("S3Store needs a bucket name");
@@ -56,16 +65,35 @@ export class S3Store implements ObjectStore {
     this.timeouts = storeTimeouts(opts.timeouts);
     this.client = opts.client ?? s3ClientFromEnv(undefined, {}, this.timeouts);
     this.url = `s3://${this.bucket}/${this.prefix}`;
+    this.putTransport = opts.putTransport;
   }
 
   async put(key: string, body: Uint8Array | string, opts?: PutOptions): Promise<void> {
+    const fast = this.fastPut;
+    if (fast) {
+      const bytes = typeof body === "string" ? new TextEncoder().encode(body) : body;
+      const fullKey = this.fullKey(key);
+      await this.send("PUT", key, (signal) => fast.put(fullKey, bytes, opts, signal), bytes.byteLength);
+      return;
+    }
+    const command = new PutObjectCommand(this.putInput(key, body, opts));
+    let sent: SentRequest | undefined;
+    if (this.putTransport && fast === undefined) {
+      command.middlewareStack.add(
+        (next) => async (args) => {
+          sent = args.request as SentRequest;
+          return next(args);
+        },
+        { step: "finalizeRequest", priority: "low" },
+      );
+    }
     await this.send(
       "PUT",
       key,
-      (abortSignal) =>
-        this.client.send(new PutObjectCommand(this.putInput(key, body, opts)), { abortSignal }),
+      (abortSignal) => this.client.send(command, { abortSignal }),
       bodyLength(body),
     );
+    if (sent && this.fastPut === undefined) await this.learnFastPut(sent, command.input.Key ?? "");
   }
 
   async putIfAbsent(key: string, body: Uint8Array | string, opts?: PutOptions): Promise<boolean> {
@@ -172,6 +200,14 @@ export class S3Store implements ObjectStore {
     }
     await this.put(key, body, opts);
     return true;
+  }
+
+  private async learnFastPut(sent: SentRequest, fullKey: string): Promise<void> {
+    const transport = this.putTransport;
+    if (!transport) return;
+    const base = baseUrlFrom(sent, this.bucket, fullKey);
+    const attempts = await (this.client.config as { maxAttempts?: () => Promise<number> }).maxAttempts?.();
+    this.fastPut ??= base === null ? null : new FastPut(this.client, base, transport, attempts ?? 3);
   }
 
   private putInput(key: string, body: Uint8Array | string, opts?: PutOptions) {
