@@ -10,8 +10,8 @@ export type PutTransport = (
 
 /**
  * PutObject without the SDK's middleware stack: the client's own SigV4 signer (so its credential
- * chain, refresh and clock-skew offset) and one HTTP request. A 32 KB capture costs ~0.4 ms of
- * CPU this way against ~1.1 ms through `client.send` (docs/storage.md, BENCHMARKS.md), and every
+ * chain, refresh and clock-skew offset) and one HTTP request. A 32 KB capture costs 0.3-0.5 ms of
+ * CPU this way against 0.8-1.0 ms through `client.send` (docs/storage.md, BENCHMARKS.md), and every
  * captured call on S3 pays it. The URL is the one the SDK itself resolved for an earlier PUT
  * (`baseUrlFrom`), so the endpoint rules stay the SDK's.
  */
