@@ -36,6 +36,8 @@ function counted(inner: PutTransport): PutTransport & { calls: string[] } {
 }
 
 const SECRET = "the-secret";
+/** Temporary credentials (an instance role, SSO): the token header must be sent and signed. */
+const TOKEN = "session-token";
 const escapeSegment = (segment: string) =>
   encodeURIComponent(segment).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
@@ -48,7 +50,7 @@ const escapeSegment = (segment: string) =>
 async function verifyingServer() {
   const oracle = new S3Client({
     region: "us-east-1",
-    credentials: { accessKeyId: "AKID", secretAccessKey: SECRET },
+    credentials: { accessKeyId: "AKID", secretAccessKey: SECRET, sessionToken: TOKEN },
   });
   const signer = await (oracle.config as unknown as { signer(): Promise<Signer> }).signer();
   const accepted: string[] = [];
@@ -80,8 +82,11 @@ async function verifyingServer() {
       },
       { signingDate: date, signingRegion: "us-east-1", signingService: "s3" },
     );
+    const tokenSigned =
+      names.includes("x-amz-security-token") && req.headers["x-amz-security-token"] === TOKEN;
     if (
       resigned.headers.authorization === auth &&
+      tokenSigned &&
       Number(req.headers["content-length"]) === body.byteLength
     ) {
       accepted.push(path);
@@ -140,7 +145,7 @@ describe("the fast PUT", () => {
         endpoint: verifier.endpoint,
         region: "us-east-1",
         forcePathStyle: true,
-        credentials: { accessKeyId: "AKID", secretAccessKey: SECRET },
+        credentials: { accessKeyId: "AKID", secretAccessKey: SECRET, sessionToken: TOKEN },
       });
       const t = counted(transport);
       const store = new S3Store({ bucket: "b", prefix: "p", client, putTransport: t });
@@ -157,7 +162,7 @@ describe("the fast PUT", () => {
         endpoint: verifier.endpoint,
         region: "us-east-1",
         forcePathStyle: true,
-        credentials: { accessKeyId: "AKID", secretAccessKey: "not-the-secret" },
+        credentials: { accessKeyId: "AKID", secretAccessKey: "not-the-secret", sessionToken: TOKEN },
       });
       const put = new FastPut(wrong, `${verifier.endpoint}/b`, transport, 1);
       await expect(
