@@ -310,21 +310,32 @@ async function stream(
     }
   };
   const parser = new SseParser(onEvent);
+  const broke = (err: unknown) => {
+    if (phase === "over" || abort.signal.aborted) return; // the client left; cancel() stores the capture
+    const { status, message } = failure(err);
+    finishWith({ kind: "break", status, message });
+  };
+  // These run inside the body's event callbacks, where a throw would not reach this call's caller:
+  // whatever goes wrong ends the answer like an upstream failure, its capture stored.
   answer.read({
     data(text) {
-      parser.push(text);
-      // Decided once per read, after all the events it brought.
-      if (phase === "streaming" && ctl && pending.length > 0) flushSoon(ctl);
+      try {
+        parser.push(text);
+        // Decided once per read, after all the events it brought.
+        if (phase === "streaming" && ctl && pending.length > 0) flushSoon(ctl);
+      } catch (err) {
+        broke(err);
+      }
     },
     end() {
-      parser.end();
-      finishWith({ kind: "end" });
+      try {
+        parser.end();
+        finishWith({ kind: "end" });
+      } catch (err) {
+        broke(err);
+      }
     },
-    error(err) {
-      if (phase === "over" || abort.signal.aborted) return; // the client left; cancel() stores the capture
-      const { status, message } = failure(err);
-      finishWith({ kind: "break", status, message });
-    },
+    error: broke,
   });
 
   const ending = await firstChunk;
