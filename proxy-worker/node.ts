@@ -9,6 +9,7 @@ import { createProxyApp } from "./app.ts";
 import type { ProxyDeps } from "./deps.ts";
 import { startProbes } from "./routing/probes.ts";
 import { ReplicaSet, type RoutingOptions } from "./routing/replicas.ts";
+import type { StreamedAnswer } from "./stream/engine-stream.ts";
 import type { SendInit, Upstream } from "./upstream.ts";
 
 export interface NodeProxyOptions extends Omit<ProxyDeps, "upstream" | "store"> {
@@ -77,10 +78,39 @@ export async function startNodeProxy(opts: NodeProxyOptions): Promise<RunningPro
     });
     return { status: res.statusCode, text: await res.body.text() };
   };
+  // The same for live streams: the body as a Node stream pushing text ('data' events), not fetch's
+  // WHATWG stream read one promise per engine chunk.
+  const stream = async (url: string, init: SendInit): Promise<StreamedAnswer> => {
+    const { origin, pathname, search } = new URL(url);
+    const res = await agent.request({
+      origin,
+      path: pathname + search,
+      method: init.method,
+      headers: init.headers,
+      body: init.body,
+      signal: init.signal,
+    });
+    const { body } = res;
+    const type = res.headers["content-type"];
+    return {
+      status: res.statusCode,
+      contentType: Array.isArray(type) ? type.join(", ") : (type ?? ""),
+      text: () => body.text(),
+      read(sink) {
+        body.setEncoding("utf8");
+        body.on("data", (text: string) => sink.data(text));
+        body.on("end", () => sink.end());
+        body.on("error", (err) => sink.error(err));
+      },
+      pause: () => body.pause(),
+      resume: () => body.resume(),
+    };
+  };
   const upstreamOf = (baseUrl: string): Upstream => ({
     baseUrl,
     fetch: pooledFetch,
     send,
+    stream,
     timeoutMs: upstreamTimeoutMs,
   });
   const urls = [upstreamUrl, ...(upstreamUrls ?? [])];

@@ -1,3 +1,5 @@
+import type { StreamedAnswer } from "./stream/engine-stream.ts";
+
 /** The inference server behind the proxy, reached over a fetch the host injects (pooled on Node). */
 export interface Upstream {
   /** e.g. `http://127.0.0.1:8000` (a trailing `/v1` is accepted and ignored). */
@@ -13,6 +15,12 @@ export interface Upstream {
    * fetch does; must honour `signal`.
    */
   send?: (url: string, init: SendInit) => Promise<{ status: number; text: string }>;
+  /**
+   * Optional push-based stream for live streaming (the Node adapter: undici's `request`, its body
+   * read with 'data' events): no WHATWG stream and no promise per engine chunk, which `fetch`'s body
+   * costs (BENCHMARKS.md, live streaming). Without it the stream is read through `fetch`.
+   */
+  stream?: (url: string, init: SendInit) => Promise<StreamedAnswer>;
 }
 
 export interface SendInit {

@@ -23,7 +23,8 @@ import {
 } from "../upstream.ts";
 import type { StreamEncoder } from "./chat-delta.ts";
 import { ChatDeltaAccumulator } from "./chat-delta-accumulator.ts";
-import { SseEvents } from "./upstream-sse.ts";
+import { openEngineStream, type StreamedAnswer } from "./engine-stream.ts";
+import { SseParser } from "./upstream-sse.ts";
 
 export interface LiveCall {
   codec: ProviderCodec;
@@ -131,9 +132,9 @@ async function stream(
       : fail(503, "the proxy could not store this call's capture, so it is not answered (retry)");
   };
 
-  let res: Response;
+  let answer: StreamedAnswer;
   try {
-    res = await up.fetch(`${upstreamRoot(up.baseUrl)}/v1/chat/completions`, {
+    answer = await openEngineStream(up, `${upstreamRoot(up.baseUrl)}/v1/chat/completions`, {
       method: "POST",
       headers: {
         [UPSTREAM_SESSION_HEADER]: facts.identity.sessionId,
@@ -148,20 +149,21 @@ async function stream(
     release(status === 502 ? "failed" : "ok");
     return failEarly(status, message.replace("stream failed", "unreachable"));
   }
-  if (!res.ok || !res.body) {
-    const text = await res.text().catch(() => "");
+  if (answer.status < 200 || answer.status >= 300) {
+    const text = await answer.text().catch(() => "");
     // An upstream auth failure or redirect is the proxy's configuration problem, not the client's.
-    const status = res.status === 401 || res.status === 403 || res.status < 400 ? 502 : res.status;
-    return failEarly(status, `upstream answered ${res.status}: ${upstreamErrorMessage(text)}`);
+    const status =
+      answer.status === 401 || answer.status === 403 || answer.status < 400 ? 502 : answer.status;
+    return failEarly(status, `upstream answered ${answer.status}: ${upstreamErrorMessage(text)}`);
   }
 
-  if (!(res.headers.get("content-type") ?? "").includes("text/event-stream")) {
+  if (!answer.contentType.includes("text/event-stream")) {
     // An engine (or a stand-in) that ignores `stream` answers JSON: the caller synthesizes from it.
-    const text = await res.text();
+    const text = await answer.text();
     facts.chatRequest = call.chatRequest;
     try {
       const parsed: unknown = JSON.parse(text);
-      if (isObject(parsed)) return { notStreamed: { ok: true, status: res.status, body: parsed } };
+      if (isObject(parsed)) return { notStreamed: { ok: true, status: answer.status, body: parsed } };
     } catch {
       // fall through
     }
@@ -175,43 +177,25 @@ async function stream(
   }
 
   const acc = new ChatDeltaAccumulator();
-  const events = new SseEvents(res.body);
   const encoder: StreamEncoder = call.codec.streamEncoder({
     decoded,
     now: Math.floor(call.startedAt / 1000),
   });
-  /** Next upstream chunk, null at the end, or an error message from the engine. */
-  const nextChunk = async (): Promise<Record<string, unknown> | null | { error: string }> => {
-    for (;;) {
-      const next = await events.next();
-      if (next === null || next === "[DONE]") return null;
-      let chunk: unknown;
-      try {
-        chunk = JSON.parse(next);
-      } catch {
-        return { error: "upstream sent a stream record that is not JSON" };
-      }
-      if (!isObject(chunk)) continue;
-      // vLLM reports a failure inside the stream as a record holding `error`.
-      if (isObject(chunk.error))
-        return { error: `upstream stream error: ${upstreamErrorMessage(JSON.stringify(chunk))}` };
-      return chunk;
-    }
-  };
-
-  // The first chunk decides between an error response and a stream (it carries the id and prompt ids).
-  let first: Awaited<ReturnType<typeof nextChunk>>;
-  try {
-    first = await nextChunk();
-  } catch (err) {
-    const { status, message } = failure(err);
-    return failEarly(status, message);
-  }
-  if (first === null) return failEarly(502, "upstream closed the stream without an answer");
-  if ("error" in first && typeof first.error === "string") return failEarly(502, first.error);
-
   const utf8 = new TextEncoder();
-  let captured: "no" | "storing" | "done" = "no";
+  // The engine's body is pushed to us (no promise per chunk); these say where the answer stands.
+  // "head": before the first chunk, which decides between an error response and a stream (it carries
+  // the id and prompt ids); "streaming": frames go to the client; "over": the answer ended, broke
+  // off or the client left, and the capture is being (or was) stored.
+  let phase: "head" | "streaming" | "over" = "head";
+  type Ending = { kind: "end" } | { kind: "break"; status: number; message: string };
+  let opened: (ending: Ending | null) => void = () => {};
+  const firstChunk = new Promise<Ending | null>((resolve) => {
+    opened = resolve;
+  });
+  let ctl: ReadableStreamDefaultController<Uint8Array> | undefined;
+  /** An ending that came before the client's stream existed; its `start` runs it. */
+  let deferred: Ending | null = null;
+
   const readingNow = () => {
     const reading = g.engine.readResponse(acc.toChatResponse() as never, clientAskedLogprobs(decoded.chat));
     facts.reading = reading;
@@ -225,52 +209,41 @@ async function stream(
   let pending: string[] = [];
   let lastFlush = Number.NEGATIVE_INFINITY;
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const send = (ctl: ReadableStreamDefaultController<Uint8Array>, frames: string[]) => {
+  const send = (c: ReadableStreamDefaultController<Uint8Array>, frames: string[]) => {
     clearTimeout(timer);
     timer = undefined;
     for (const f of frames) pending.push(f);
     if (pending.length === 0) return;
-    ctl.enqueue(utf8.encode(pending.join("")));
+    c.enqueue(utf8.encode(pending.length === 1 ? pending[0] : pending.join("")));
     pending = [];
     lastFlush = performance.now();
+    // A client slower than the engine: stop reading the engine until it reads again (`pull`).
+    if ((c.desiredSize ?? 1) <= 0) answer.pause();
   };
   /** Writes the pending frames now if the interval is over, else makes sure a timer will. */
-  const flushSoon = (ctl: ReadableStreamDefaultController<Uint8Array>): boolean => {
+  const flushSoon = (c: ReadableStreamDefaultController<Uint8Array>) => {
     const wait = lastFlush + flushMs - performance.now();
-    if (wait <= 0) {
-      send(ctl, []);
-      return true;
-    }
+    if (wait <= 0) return send(c, []);
     timer ??= setTimeout(() => {
       timer = undefined;
-      if (captured === "no" && !abort.signal.aborted) send(ctl, []);
+      if (phase === "streaming" && !abort.signal.aborted) send(c, []);
     }, wait);
-    return false;
-  };
-  const feed = (chunk: Record<string, unknown>): string[] => {
-    const frames: string[] = [];
-    for (const d of acc.push(chunk)) for (const f of encoder.delta(d)) frames.push(f);
-    if (encoder.release) for (const f of encoder.release()) frames.push(f);
-    return frames;
   };
   /** The upstream broke mid-answer: store what came (aborted, with the error), then the provider's error event. */
   const breakOff = async (
-    ctl: ReadableStreamDefaultController<Uint8Array>,
+    c: ReadableStreamDefaultController<Uint8Array>,
     status: number,
     message: string,
   ) => {
-    captured = "storing";
     readingNow();
     facts.error = { status, message };
     facts.streamStatus = "aborted";
     await store();
-    captured = "done";
     release("ok");
-    send(ctl, encoder.error(status, message));
-    ctl.close();
+    send(c, encoder.error(status, message));
+    c.close();
   };
-  const end = async (ctl: ReadableStreamDefaultController<Uint8Array>) => {
-    captured = "storing";
+  const end = async (c: ReadableStreamDefaultController<Uint8Array>) => {
     release("ok");
     const reading = readingNow();
     const ids = acc.idsComplete();
@@ -281,61 +254,120 @@ async function stream(
       );
     }
     call.noteMissingIds(facts);
-    send(ctl, encoder.finish(reading.forClient));
+    send(c, encoder.finish(reading.forClient));
     const lost = await store();
-    captured = "done";
     send(
-      ctl,
+      c,
       lost === null
         ? encoder.terminal()
         : encoder.error(503, "the proxy could not store this call's capture, so the answer is void (retry)"),
     );
-    ctl.close();
+    c.close();
   };
+  const run = (c: ReadableStreamDefaultController<Uint8Array>, ending: Ending) => {
+    const done = ending.kind === "end" ? end(c) : breakOff(c, ending.status, ending.message);
+    done.catch((err: unknown) => c.error(err));
+  };
+  const finishWith = (ending: Ending) => {
+    if (phase === "head") {
+      phase = "over";
+      opened(ending);
+    } else if (phase === "streaming") {
+      phase = "over";
+      if (ctl) run(ctl, ending);
+      else deferred = ending;
+    }
+  };
+  const onEvent = (data: string) => {
+    if (phase === "over") return;
+    if (data === "[DONE]") return finishWith({ kind: "end" });
+    let chunk: unknown;
+    try {
+      chunk = JSON.parse(data);
+    } catch {
+      return finishWith({
+        kind: "break",
+        status: 502,
+        message: "upstream sent a stream record that is not JSON",
+      });
+    }
+    if (!isObject(chunk)) return;
+    // vLLM reports a failure inside the stream as a record holding `error`.
+    if (isObject(chunk.error)) {
+      const message = `upstream stream error: ${upstreamErrorMessage(JSON.stringify(chunk))}`;
+      return finishWith({ kind: "break", status: 502, message });
+    }
+    const deltas = acc.push(chunk);
+    if (phase === "head") {
+      // The first chunk names the answer and carries the prompt ids: the encoder's head comes from it.
+      for (const f of encoder.start(acc.head())) pending.push(f);
+    }
+    for (const d of deltas) for (const f of encoder.delta(d)) pending.push(f);
+    if (encoder.release) for (const f of encoder.release()) pending.push(f);
+    if (phase === "head") {
+      phase = "streaming";
+      opened(null);
+    }
+  };
+  const parser = new SseParser(onEvent);
+  const broke = (err: unknown) => {
+    if (phase === "over" || abort.signal.aborted) return; // the client left; cancel() stores the capture
+    const { status, message } = failure(err);
+    finishWith({ kind: "break", status, message });
+  };
+  // These run inside the body's event callbacks, where a throw would not reach this call's caller:
+  // whatever goes wrong ends the answer like an upstream failure, its capture stored.
+  answer.read({
+    data(text) {
+      try {
+        parser.push(text);
+        // Decided once per read, after all the events it brought.
+        if (phase === "streaming" && ctl && pending.length > 0) flushSoon(ctl);
+      } catch (err) {
+        broke(err);
+      }
+    },
+    end() {
+      try {
+        parser.end();
+        finishWith({ kind: "end" });
+      } catch (err) {
+        broke(err);
+      }
+    },
+    error: broke,
+  });
+
+  const ending = await firstChunk;
+  if (ending !== null) {
+    return failEarly(
+      ending.kind === "end" ? 502 : ending.status,
+      ending.kind === "end" ? "upstream closed the stream without an answer" : ending.message,
+    );
+  }
 
   const stream = new ReadableStream<Uint8Array>({
-    start(ctl) {
-      // The first chunk names the answer and carries the prompt ids: the encoder's head comes from it.
-      const deltas = acc.push(first as Record<string, unknown>);
-      const frames = encoder.start(acc.head());
-      for (const d of deltas) frames.push(...encoder.delta(d));
-      if (encoder.release) frames.push(...encoder.release());
-      send(ctl, frames);
+    start(c) {
+      ctl = c;
+      // The first frames go out at once: the interval never delays the first byte.
+      send(c, []);
+      if (deferred) run(c, deferred);
     },
-    // A pull that enqueues nothing is not called again (the spec re-pulls only on a new read), so
-    // it reads upstream chunks until one makes frames or the stream ends.
-    async pull(ctl) {
-      for (;;) {
-        let chunk: Awaited<ReturnType<typeof nextChunk>>;
-        try {
-          chunk = await nextChunk();
-        } catch (err) {
-          if (abort.signal.aborted) return; // the client left; cancel() stores the capture
-          const { status, message } = failure(err);
-          return breakOff(ctl, status, message);
-        }
-        if (abort.signal.aborted) return;
-        if (chunk === null) return end(ctl);
-        if ("error" in chunk && typeof chunk.error === "string") return breakOff(ctl, 502, chunk.error);
-        for (const f of feed(chunk as Record<string, unknown>)) pending.push(f);
-        // Drain what the last read brought before deciding; a write ends this pull (back-pressure).
-        if (pending.length === 0 || events.buffered) continue;
-        if (flushSoon(ctl)) return;
-      }
+    pull() {
+      answer.resume();
     },
     async cancel() {
       abort.abort();
       clearTimeout(timer);
       release("ok");
-      if (captured !== "no") return;
-      captured = "storing";
+      if (phase === "over") return;
+      phase = "over";
       readingNow();
       facts.streamStatus = "aborted";
       g.log(
         `capture ${facts.captureId} (session ${facts.identity.sessionId}): the client left mid-stream; upstream aborted, partial capture stored as aborted`,
       );
       await store();
-      captured = "done";
     },
   });
   return new Response(stream, {

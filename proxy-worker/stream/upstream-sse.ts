@@ -1,66 +1,58 @@
 /**
- * The `data:` payloads of a Server-Sent Events body, one per event, as bytes arrive. Events are
- * split on blank lines (LF or CRLF); several `data:` lines of one event join with "\n"; comments,
- * `event:`, `id:` and `retry:` lines are ignored (engines send only `data:`). A trailing event without
- * its blank line is still delivered when the body ends. `buffered` says whether the next event is
- * already here, so a caller can drain what one read brought before it decides to wait.
+ * The `data:` payloads of a Server-Sent Events body, handed to `onEvent` one per event as text is
+ * pushed in. Events are split on blank lines (LF or CRLF); several `data:` lines of one event join
+ * with "\n"; comments, `event:`, `id:` and `retry:` lines are ignored (engines send only `data:`). A
+ * trailing event without its blank line is still delivered by `end`. Every event of one `push` is
+ * delivered before it returns, so a caller can decide what to do after a read, not after each event.
+ *
+ * Push rather than pull: an engine sends one event per sampled token, and a promise per event (a
+ * reader's `read()`, an async iterator) costs more than the event's own parsing (BENCHMARKS.md).
  */
-export class SseEvents {
-  private readonly decoder = new TextDecoder();
-  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
-  private buffer = "";
-  private data: string[] = [];
-  private readonly ready: string[] = [];
-  private head = 0;
-  private done = false;
+export class SseParser {
+  /** Text after the last line break, waiting for the rest of its line. */
+  private rest = "";
+  /** The event being read: its data lines so far, or null before its first. */
+  private data: string | null = null;
 
-  constructor(body: ReadableStream<Uint8Array>) {
-    this.reader = body.getReader();
+  private readonly onEvent: (data: string) => void;
+
+  constructor(onEvent: (data: string) => void) {
+    this.onEvent = onEvent;
   }
 
-  get buffered(): boolean {
-    return this.head < this.ready.length;
-  }
-
-  /** The next event's data, or null when the body has ended. */
-  async next(): Promise<string | null> {
-    while (!this.buffered) {
-      if (this.done) return null;
-      const { value, done } = await this.reader.read();
-      this.take(done ? this.decoder.decode() : this.decoder.decode(value, { stream: true }), done);
-    }
-    const event = this.ready[this.head++];
-    if (this.head === this.ready.length) {
-      this.ready.length = 0;
-      this.head = 0;
-    }
-    return event;
-  }
-
-  private take(text: string, done: boolean): void {
-    const buffer = this.buffer + text;
+  push(text: string): void {
+    const buf = this.rest === "" ? text : this.rest + text;
     let start = 0;
     for (;;) {
-      const nl = buffer.indexOf("\n", start);
+      const nl = buf.indexOf("\n", start);
       if (nl < 0) break;
-      const end = nl > start && buffer.charCodeAt(nl - 1) === 13 ? nl - 1 : nl;
-      const line = buffer.slice(start, end);
+      const end = nl > start && buf.charCodeAt(nl - 1) === 13 ? nl - 1 : nl;
+      if (end === start) this.emit();
+      // Sliced from the buffer as it stands: no string per line, only per payload.
+      else if (buf.startsWith("data:", start))
+        this.line(buf, buf.charCodeAt(start + 5) === 32 ? start + 6 : start + 5, end);
       start = nl + 1;
-      if (line === "") {
-        if (this.data.length > 0) this.ready.push(this.data.join("\n"));
-        this.data = [];
-      } else if (line.startsWith("data:")) {
-        this.data.push(line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5));
-      }
     }
-    this.buffer = buffer.slice(start);
-    if (done) {
-      this.done = true;
-      if (this.buffer.startsWith("data:")) this.data.push(this.buffer.replace(/^data: ?/, ""));
-      if (this.data.length > 0) this.ready.push(this.data.join("\n"));
-      this.data = [];
-      this.buffer = "";
-      this.reader.releaseLock();
-    }
+    this.rest = start === 0 ? buf : buf.slice(start);
+  }
+
+  /** The body ended: a last event without its blank line is delivered. */
+  end(): void {
+    const rest = this.rest;
+    this.rest = "";
+    if (rest.startsWith("data:")) this.line(rest, rest.charCodeAt(5) === 32 ? 6 : 5, rest.length);
+    this.emit();
+  }
+
+  private line(buf: string, from: number, to: number): void {
+    const payload = buf.slice(from, to);
+    this.data = this.data === null ? payload : `${this.data}\n${payload}`;
+  }
+
+  private emit(): void {
+    const data = this.data;
+    if (data === null) return;
+    this.data = null;
+    this.onEvent(data);
   }
 }
