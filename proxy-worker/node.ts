@@ -9,8 +9,7 @@ import { createProxyApp } from "./app.ts";
 import type { ProxyDeps } from "./deps.ts";
 import { startProbes } from "./routing/probes.ts";
 import { ReplicaSet, type RoutingOptions } from "./routing/replicas.ts";
-import type { StreamedAnswer } from "./stream/engine-stream.ts";
-import type { SendInit, Upstream } from "./upstream.ts";
+import type { SendInit, StreamedAnswer, Upstream } from "./upstream.ts";
 
 export interface NodeProxyOptions extends Omit<ProxyDeps, "upstream" | "store"> {
   /** Inference server root, e.g. `http://127.0.0.1:8000`. */

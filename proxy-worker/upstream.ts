@@ -1,5 +1,3 @@
-import type { StreamedAnswer } from "./stream/engine-stream.ts";
-
 /** The inference server behind the proxy, reached over a fetch the host injects (pooled on Node). */
 export interface Upstream {
   /** e.g. `http://127.0.0.1:8000` (a trailing `/v1` is accepted and ignored). */
@@ -21,6 +19,28 @@ export interface Upstream {
    * costs (BENCHMARKS.md, live streaming). Without it the stream is read through `fetch`.
    */
   stream?: (url: string, init: SendInit) => Promise<StreamedAnswer>;
+}
+
+/** Receives an engine's streamed body as UTF-8 text, piece by piece as it arrives. */
+export interface TextSink {
+  data(text: string): void;
+  end(): void;
+  error(err: unknown): void;
+}
+
+/**
+ * The engine's answer to a streamed request. Its body is either read whole (`text`: an error, or a
+ * JSON answer from an engine that ignored `stream`) or pushed to a sink as it arrives (`read`), once.
+ */
+export interface StreamedAnswer {
+  status: number;
+  /** The `content-type` header ("" when absent). */
+  contentType: string;
+  text(): Promise<string>;
+  read(sink: TextSink): void;
+  /** Back-pressure: a client that reads slower than the engine samples stops the body until it reads again. */
+  pause(): void;
+  resume(): void;
 }
 
 export interface SendInit {

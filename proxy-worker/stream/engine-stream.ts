@@ -1,26 +1,4 @@
-import type { SendInit, Upstream } from "../upstream.ts";
-
-/** Receives an engine's streamed body as UTF-8 text, piece by piece as it arrives. */
-export interface TextSink {
-  data(text: string): void;
-  end(): void;
-  error(err: unknown): void;
-}
-
-/**
- * The engine's answer to a streamed request. Its body is either read whole (`text`: an error, or a
- * JSON answer from an engine that ignored `stream`) or pushed to a sink as it arrives (`read`), once.
- */
-export interface StreamedAnswer {
-  status: number;
-  /** The `content-type` header ("" when absent). */
-  contentType: string;
-  text(): Promise<string>;
-  read(sink: TextSink): void;
-  /** Back-pressure: a client that reads slower than the engine samples stops the body until it reads again. */
-  pause(): void;
-  resume(): void;
-}
+import type { SendInit, StreamedAnswer, TextSink, Upstream } from "../upstream.ts";
 
 /**
  * Opens the engine's stream: through the host's push-based `stream` where it has one (Node), else
@@ -28,7 +6,8 @@ export interface StreamedAnswer {
  */
 export async function openEngineStream(up: Upstream, url: string, init: SendInit): Promise<StreamedAnswer> {
   if (up.stream) return up.stream(url, init);
-  const res = await up.fetch(url, init);
+  // As for non-streamed calls: a redirect is an answer to report, never a request to wherever it points.
+  const res = await up.fetch(url, { ...init, redirect: "manual" });
   const gate = newGate();
   return {
     status: res.status,

@@ -16,6 +16,7 @@ import { providerError } from "../provider-error.ts";
 import {
   DEFAULT_UPSTREAM_TIMEOUT_MS,
   describeUpstreamError,
+  type StreamedAnswer,
   type Upstream,
   type UpstreamResult,
   upstreamErrorMessage,
@@ -23,7 +24,7 @@ import {
 } from "../upstream.ts";
 import type { StreamEncoder } from "./chat-delta.ts";
 import { ChatDeltaAccumulator } from "./chat-delta-accumulator.ts";
-import { openEngineStream, type StreamedAnswer } from "./engine-stream.ts";
+import { openEngineStream } from "./engine-stream.ts";
 import { SseParser } from "./upstream-sse.ts";
 
 export interface LiveCall {
