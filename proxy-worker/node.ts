@@ -65,9 +65,9 @@ export async function startNodeProxy(opts: NodeProxyOptions): Promise<RunningPro
   const pooledFetch = ((input: string | URL | Request, init?: RequestInit) =>
     undiciFetch(input as string, { ...(init as object), dispatcher: agent })) as unknown as typeof fetch;
   // undici's own request API: the same pool, without fetch's per-call Request/Response/streams.
-  const send = async (url: string, init: SendInit) => {
+  const request = (url: string, init: SendInit) => {
     const { origin, pathname, search } = new URL(url);
-    const res = await agent.request({
+    return agent.request({
       origin,
       path: pathname + search,
       method: init.method,
@@ -75,20 +75,15 @@ export async function startNodeProxy(opts: NodeProxyOptions): Promise<RunningPro
       body: init.body,
       signal: init.signal,
     });
+  };
+  const send = async (url: string, init: SendInit) => {
+    const res = await request(url, init);
     return { status: res.statusCode, text: await res.body.text() };
   };
   // The same for live streams: the body as a Node stream pushing text ('data' events), not fetch's
   // WHATWG stream read one promise per engine chunk.
   const stream = async (url: string, init: SendInit): Promise<StreamedAnswer> => {
-    const { origin, pathname, search } = new URL(url);
-    const res = await agent.request({
-      origin,
-      path: pathname + search,
-      method: init.method,
-      headers: init.headers,
-      body: init.body,
-      signal: init.signal,
-    });
+    const res = await request(url, init);
     const { body } = res;
     const type = res.headers["content-type"];
     return {
