@@ -7,7 +7,7 @@ import type { EngineName } from "../shared/engines.ts";
 import { openStore } from "../shared/node/open-store.ts";
 import type { TaskRequest } from "../shared/schemas/task.ts";
 import type { SessionResult } from "../shared/schemas/trajectory.ts";
-import { localQueue, upstreamOrPolicy } from "./local-stack.ts";
+import { localQueue, startLocalProxy, upstreamOrPolicy } from "./local-stack.ts";
 import { makeDir } from "./make-dir.ts";
 import { Progress, type ProgressStream } from "./progress.ts";
 import { summarizeTask, type TaskSummary } from "./task-summary.ts";
@@ -88,18 +88,7 @@ export async function runEmbedded(opts: EmbeddedOptions): Promise<EmbeddedResult
   const closers: Array<() => Promise<void>> = [];
   try {
     const upstream = await upstreamOrPolicy(opts.upstream, closers, log);
-    const { startNodeProxy } = await import("../proxy-worker/node.ts");
-    const proxy = await startNodeProxy({
-      upstreamUrl: upstream,
-      engine: opts.engine,
-      store,
-      auth: "token",
-      signingKey,
-      host: "127.0.0.1",
-      port: 0,
-      log: (m) => log(`[proxy] ${m}`),
-    });
-    closers.unshift(() => proxy.close());
+    const proxy = await startLocalProxy({ upstream, engine: opts.engine, store, signingKey }, closers, log);
     log(`proxy at ${proxy.url} -> ${upstream}; store ${store.url}`);
 
     const progress = opts.progressOut === null ? null : new Progress(total, opts.progressOut);

@@ -8,7 +8,7 @@ import { openStore } from "../shared/node/open-store.ts";
 import type { SessionResult } from "../shared/schemas/trajectory.ts";
 import type { ObjectStore } from "../shared/store/object-store.ts";
 import { startLocalDownloads } from "./local-downloads.ts";
-import { localQueue, upstreamOrPolicy } from "./local-stack.ts";
+import { localQueue, startLocalProxy, upstreamOrPolicy } from "./local-stack.ts";
 import { makeDir } from "./make-dir.ts";
 import { checkUpstream } from "./upstream-preflight.ts";
 
@@ -69,21 +69,13 @@ export async function startLocalControl(opts: LocalControlOptions = {}): Promise
     const upstream = await upstreamOrPolicy(opts.upstream, closers, log);
     const downloads = await startLocalDownloads(store);
     closers.unshift(() => downloads.close());
-    const { startNodeProxy } = await import("../proxy-worker/node.ts");
-    const proxy = await startNodeProxy({
-      upstreamUrl: upstream,
-      engine: opts.engine,
-      store,
-      auth: "token",
-      signingKey,
+    const proxy = await startLocalProxy({ upstream, engine: opts.engine, store, signingKey }, closers, log, {
       host: opts.host ?? "127.0.0.1",
       port: opts.port ?? 8787,
       logRequests: opts.logRequests,
-      log: (m) => log(`[proxy] ${m}`),
       control: { jobs: queue, controlToken, presignGet: downloads.presignGet },
       extraRoutes: await opts.routes?.(store, controlToken),
     });
-    closers.unshift(() => proxy.close());
     const runner = await startRunner({
       queue,
       store,
