@@ -33,7 +33,7 @@ export class FastPut {
 
   /** The object's URL: `base` + the key with each segment escaped as S3 signs it. */
   urlOf(fullKey: string): string {
-    return `${this.base}/${fullKey.split("/").map(escapeSegment).join("/")}`;
+    return this.base + keyPath(fullKey);
   }
 
   /** Retries what the SDK's standard strategy retries (network errors, 429, 5xx), within `signal`. */
@@ -126,10 +126,15 @@ export interface SentRequest {
  */
 export function baseUrlFrom(sent: SentRequest, bucket: string, fullKey: string): string | null {
   if (bucket.includes(":") || bucket.endsWith("--x-s3")) return null;
-  const tail = `/${fullKey.split("/").map(escapeSegment).join("/")}`;
+  const tail = keyPath(fullKey);
   if (!sent.path.endsWith(tail)) return null;
   const port = sent.port === undefined ? "" : `:${sent.port}`;
   return `${sent.protocol}//${sent.hostname}${port}${sent.path.slice(0, -tail.length)}`;
+}
+
+/** `/` and the key, each segment escaped as the SDK escapes it for the path it signs. */
+function keyPath(fullKey: string): string {
+  return `/${fullKey.split("/").map(escapeSegment).join("/")}`;
 }
 
 /** As the SDK escapes a key's segments for the path it signs (RFC 3986, `!'()*` included). */
