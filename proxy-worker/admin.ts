@@ -12,16 +12,25 @@ export { sameSecret } from "./credentials.ts";
  */
 export interface PolicyVersionSource {
   get(): string | null;
-  set(version: string): void;
+  /** `by`: who named it (default `proxy`: a flag, the admin route); captures record it. */
+  set(version: string, by?: VersionSetter): void;
+  /** Who named the current version; a source without it is taken as `proxy`. */
+  setBy?(): VersionSetter;
 }
+
+/** `trainer`: set through the control API (`PUT /v1/policy-version`); `proxy`: a flag or `/admin`. */
+export type VersionSetter = "proxy" | "trainer";
 
 export function memoryPolicyVersion(initial: string | null = null): PolicyVersionSource {
   let current = initial;
+  let setter: VersionSetter = "proxy";
   return {
     get: () => current,
-    set: (v) => {
+    set: (v, by = "proxy") => {
       current = v;
+      setter = by;
     },
+    setBy: () => setter,
   };
 }
 

@@ -31,6 +31,8 @@ export interface CaptureFacts {
   policyVersionEnd: string | null;
   /** Set when the engine named the versions (else they are the proxy's). */
   versionFromEngine?: boolean;
+  /** Who named the proxy's version when the engine did not (admin.ts `VersionSetter`); default `proxy`. */
+  versionSetBy?: "proxy" | "trainer";
   sampling: CaptureSampling | null;
   parallelToolCallsDisabled: boolean;
   /** Token-in-token-out outcome and parent (docs/tito.md); absent when the mode is off. */
@@ -96,7 +98,7 @@ export function buildCaptureRecord(f: CaptureFacts): CaptureRecord {
     policy_version_source: f.versionFromEngine
       ? "engine"
       : f.policyVersion !== null || f.policyVersionEnd !== null
-        ? "proxy"
+        ? (f.versionSetBy ?? "proxy")
         : null,
     sampling: f.sampling,
     parallel_tool_calls_disabled: f.parallelToolCallsDisabled,

@@ -56,6 +56,7 @@ export async function handleGenerate(g: Gateway, call: GenerateCall): Promise<Re
   // Read before the call: an admin update while the engine generates must show as a version change.
   const pinnedVersion = call.headers.get(POLICY_VERSION_HEADER);
   const versionAtStart = pinnedVersion ?? g.policyVersion.get();
+  const versionSetBy = pinnedVersion !== null ? "proxy" : (g.policyVersion.setBy?.() ?? "proxy");
   const { chat: clientChat } = stripClientEngineFields(decoded.chat);
   const { chat: sampledChat, overrides } = applyTaskSampling(clientChat, call.identity.sampling);
   const chatRequest = g.engine.prepareRequest(sampledChat);
@@ -91,6 +92,7 @@ export async function handleGenerate(g: Gateway, call: GenerateCall): Promise<Re
     reading: null,
     policyVersion: versionAtStart,
     policyVersionEnd: pinnedVersion ?? g.policyVersion.get(),
+    versionSetBy,
     sampling: samplingRecord(chatRequest, overrides, g.logprobsMode),
     parallelToolCallsDisabled: parallelToolCallsDisabled(g, provider, call.body, decoded.chat),
     replica: lease ? lease.replica.id : routed?.kind === "answered" ? routed.replica.id : null,

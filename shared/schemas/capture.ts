@@ -82,11 +82,12 @@ export const CaptureRecord = z.object({
   policy_version_end: z.string().nullable().default(null),
   /**
    * Who named the versions: `engine` (the engine that sampled reported them: vLLM `/weight_info`
-   * read before and after the call, SGLang's answer fields) or `proxy` (its configured or admin-set
-   * version, or the caller's `x-polar-policy-version`); null when there is none. Absent on
-   * captures written before the field.
+   * read before and after the call, SGLang's answer fields), `trainer` (set through the control
+   * API, `PUT /v1/policy-version`, for an engine that reports none) or `proxy` (its configured or
+   * admin-set version, or the caller's `x-polar-policy-version`); null when there is none. Absent
+   * on captures written before the field.
    */
-  policy_version_source: z.enum(["engine", "proxy"]).nullable().optional(),
+  policy_version_source: z.enum(["engine", "trainer", "proxy"]).nullable().optional(),
   /** Effective sampling and logprob semantics; null on captures written before it existed. */
   sampling: CaptureSampling.nullable().default(null),
   /**
