@@ -115,7 +115,8 @@ export function apptainerFlags(o: {
     "--bind",
     `${o.dirs.workDir}:${o.dirs.workDir}`,
     "--bind",
-    `${o.dirs.runDir}:${o.dirs.runDir}`,
+    // Read-only: the bridge socket only; it is on the host's disk, outside the session's volume.
+    `${o.dirs.runDir}:${o.dirs.runDir}:ro`,
     "--bind",
     `${HOST_NODE_DIR}:${HOST_NODE_DIR}:ro`,
     "--bind",

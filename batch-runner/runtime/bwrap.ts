@@ -154,7 +154,9 @@ export function bwrapArgs(o: {
     "--bind",
     o.dirs.homeDir,
     o.dirs.homeDir,
-    "--bind",
+    // Read-only: it holds only the bridge socket (a connect needs no write to the mount) and lies
+    // on the host's disk, outside the session's size-capped volume.
+    "--ro-bind",
     o.dirs.runDir,
     o.dirs.runDir,
     // The root itself (bwrap's tmpfs holding the mount points) is read-only too.

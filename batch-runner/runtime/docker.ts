@@ -131,7 +131,8 @@ export function dockerRunArgs(o: {
     "-v",
     `${o.dirs.homeDir}:${o.dirs.homeDir}`,
     "-v",
-    `${o.dirs.runDir}:${o.dirs.runDir}`,
+    // Read-only: the bridge socket only; it is on the host's disk, outside the session's volume.
+    `${o.dirs.runDir}:${o.dirs.runDir}:ro`,
     "-v",
     `${HOST_NODE_DIR}:${HOST_NODE_DIR}:ro`,
     "-v",

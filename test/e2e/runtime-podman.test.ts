@@ -216,6 +216,26 @@ describe.skipIf(!lane.ok)("the docker runtime on podman", () => {
     });
   }, 60_000);
 
+  it("binds the run dir read-only: the agent cannot fill the host's disk beside its volume (issue 41)", async () => {
+    await withRuntime("podman-rundir", {}, async (rt) => {
+      const runDir = join(dirname(rt.workDir), "run");
+      const attack = [
+        `for f in /proc/[0-9]*/cmdline; do tr '\\0' '\\n' < "$f" 2>/dev/null; done | grep -q '^${runDir}/proxy.sock$' && echo FOUND`,
+        `{ head -c 209715200 /dev/zero >${runDir}/fill; } 2>&1 | grep -o "Read-only file system" | head -1`,
+        `i=0; while [ $i -lt 2000 ]; do true 2>/dev/null >${runDir}/f$i || break; i=$((i+1)); done; echo "FILES $i"`,
+      ].join("\n");
+      const res = await rt.exec(["sh", "-c", attack], { timeoutMs: 60_000 });
+      expect(res.stdout, res.stderr).toBe("FOUND\nRead-only file system\nFILES 0\n");
+      expect(await readdir(runDir)).toEqual(["proxy.sock"]);
+      const viaBridge = await rt.exec([
+        "node",
+        "-e",
+        `fetch(${JSON.stringify(`${rt.proxyUrl}/v1/models`)}).then(r=>r.text()).then(t=>console.log(t))`,
+      ]);
+      expect(viaBridge.stdout.trim()).toBe("proxy-ok /v1/models");
+    });
+  }, 60_000);
+
   it("a container left by a runner killed with SIGKILL is removed by the next runner's reaper", async () => {
     const sessions = join(root, "crashed");
     const docker = join(ROOT, "batch-runner/runtime/docker.ts");

@@ -46,12 +46,14 @@ describe("bwrap command line", () => {
       "--new-session",
     ]);
     const writable = args.flatMap((a, i) => (a === "--bind" ? [args[i + 1]] : []));
-    expect(writable).toEqual(["/s/x/work", "/s/x/home", "/s/x/run"]);
+    expect(writable).toEqual(["/s/x/work", "/s/x/home"]);
     // Session binds come after the fresh /tmp, or the tmpfs would hide them.
     expect(args.indexOf("--bind")).toBeGreaterThan(args.lastIndexOf("--tmpfs"));
     expect(args.slice(-4)).toEqual(["--remount-ro", "/", "--chdir", "/s/x/work"]);
     expect(args).not.toContain("--share-net");
     const ro = args.flatMap((a, i) => (a === "--ro-bind" ? [args[i + 1]] : []));
+    // The run dir (the bridge socket) is on the host's disk, off the session's volume: read-only.
+    expect(ro).toContain("/s/x/run");
     // Never the host's root, /etc as a whole, or the checkout as a whole (a `polar run` store lives in it).
     expect(ro).not.toContain("/");
     expect(ro).not.toContain("/etc");
@@ -81,6 +83,7 @@ describe("bwrap command line", () => {
       SANDBOX_BRIDGE_SCRIPT,
       `${POLAR_ROOT}/examples`,
       "/cache",
+      "/s/x/run",
     ]);
     // A hidden path inside a read-only bind gets an empty tmpfs over it; one outside every bind needs none.
     expect(args.indexOf("/cache/store")).toBe(args.indexOf("--tmpfs", args.indexOf("/cache")) + 1);

@@ -50,7 +50,7 @@ describe("container command lines", () => {
       "-v",
       "/s/x/home:/s/x/home",
       "-v",
-      "/s/x/run:/s/x/run",
+      "/s/x/run:/s/x/run:ro",
       "-v",
       `${HOST_NODE_DIR}:${HOST_NODE_DIR}:ro`,
       "-v",
@@ -79,7 +79,7 @@ describe("container command lines", () => {
     const flags = apptainerFlags({ dirs, gpus: true });
     expect(flags.slice(0, 6)).toEqual(["--containall", "--net", "--network", "none", "--home", "/s/x/home"]);
     expect(flags).toContain("/s/x/work:/s/x/work");
-    expect(flags).toContain("/s/x/run:/s/x/run");
+    expect(flags).toContain("/s/x/run:/s/x/run:ro");
     expect(flags).toContain(`${HOST_NODE_DIR}:${HOST_NODE_DIR}:ro`);
     expect(flags.at(-1)).toBe("--nv");
     expect(apptainerFlags({ dirs, gpus: false })).not.toContain("--nv");
