@@ -1,8 +1,9 @@
 """The behaviour policy's logprobs of a trace, checked against what the engine says they mean.
 
 A trainer's importance ratio compares the training model with the distribution that sampled
-each token: after temperature, top-k, top-p and min-p. vLLM's default ``raw_logprobs`` are
-before all of them, so with any of them in effect the recorded logprobs are not the sampler's
+each token: after temperature, top-k, top-p, min-p, penalties, logit bias, min_tokens, bad words
+and grammar masks. vLLM's default ``raw_logprobs`` are before all of them, so with any of them in
+effect (``RESHAPING``) the recorded logprobs are not the sampler's
 (``--logprobs-mode processed_logprobs`` makes vLLM report the sampler's). Each capture records
 ``sampling.logprobs_mode`` and the params sent; the reconstruction keeps the distinct ones in
 the trace's ``metadata["sampling"]``.
@@ -11,7 +12,7 @@ the trace's ``metadata["sampling"]``.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import numpy as np
@@ -30,22 +31,49 @@ class LogprobsError(ValueError):
     """A trace's logprobs are missing or are not the sampling distribution's."""
 
 
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _filled(v: Any) -> bool:
+    """A list, dict or string setting that is present and not empty."""
+    return v is not None and v is not False and v != {} and v != [] and v != ""
+
+
+# Every request setting under which an engine samples from something other than the model's raw
+# distribution, with the test that says it is in effect. vLLM computes raw_logprobs before all of
+# them: penalties, logit bias, min_tokens (masks the stop tokens), bad words, allowed token ids,
+# structured output and a forced tool call (grammar masks), logits processors.
+RESHAPING: dict[str, Callable[[Any], bool]] = {
+    "temperature": lambda v: _number(v) and v != 1,
+    "top_p": lambda v: _number(v) and v < 1,
+    "top_k": lambda v: _number(v) and v > 0,
+    "min_p": lambda v: _number(v) and v > 0,
+    "typical_p": lambda v: _number(v) and v < 1,
+    "presence_penalty": lambda v: _number(v) and v != 0,
+    "frequency_penalty": lambda v: _number(v) and v != 0,
+    "repetition_penalty": lambda v: _number(v) and v != 1,
+    "min_tokens": lambda v: _number(v) and v > 0,
+    "logit_bias": _filled,
+    "bad_words": _filled,
+    "allowed_token_ids": _filled,
+    "logits_processors": _filled,
+    "structured_outputs": _filled,
+    "guided_json": _filled,
+    "guided_regex": _filled,
+    "guided_choice": _filled,
+    "guided_grammar": _filled,
+    "regex": _filled,
+    "json_schema": _filled,
+    "ebnf": _filled,
+    "response_format": lambda v: isinstance(v, Mapping) and v.get("type") in ("json_object", "json_schema"),
+    "tool_choice": lambda v: v == "required" or isinstance(v, Mapping),
+}
+
+
 def _reshaping_params(params: Mapping[str, Any]) -> list[str]:
     """The params that make the sampled distribution differ from the model's raw one."""
-    found = []
-    t = params.get("temperature")
-    if isinstance(t, (int, float)) and not isinstance(t, bool) and t != 1:
-        found.append(f"temperature={t}")
-    p = params.get("top_p")
-    if isinstance(p, (int, float)) and not isinstance(p, bool) and p < 1:
-        found.append(f"top_p={p}")
-    k = params.get("top_k")
-    if isinstance(k, int) and not isinstance(k, bool) and k > 0:
-        found.append(f"top_k={k}")
-    m = params.get("min_p")
-    if isinstance(m, (int, float)) and not isinstance(m, bool) and m > 0:
-        found.append(f"min_p={m}")
-    return found
+    return [f"{name}={params[name]!r}" for name, active in RESHAPING.items() if name in params and active(params[name])]
 
 
 def check_logprobs_mode(trace: Trace, *, raw_logprobs: RawLogprobs = "refuse") -> None:
