@@ -1,17 +1,18 @@
-import { readdir, readFile, stat } from "node:fs/promises";
-import { basename, join, relative } from "node:path";
+import { readdir } from "node:fs/promises";
+import { basename, join } from "node:path";
 import { isValidId } from "../../shared/ids.ts";
 import { readDockerfile } from "./dockerfile.ts";
 import { rewritePaths } from "./harbor-paths.ts";
 import { HarborTaskRefused } from "./harbor-refusal.ts";
-import { checkTaskToml, networkWarnings, parseTomlWithPython } from "./task-toml.ts";
+import { checkTaskDir, entryKind, listTaskFiles, readTaskFile, refuseLink } from "./task-files.ts";
+import { checkTaskToml, networkWarnings, parseToml } from "./task-toml.ts";
 
 /**
  * One Harbor task directory (the Terminal-Bench 2.0 layout) -> a TaskRequest with the `harbor`
  * evaluator. Supported: `instruction.md`, `task.toml` (task-toml.ts), `environment/Dockerfile`
  * (dockerfile.ts), `tests/` with `test.sh` (text files, inlined into the evaluator config), and
  * `solution/` (never shown to the agent; recorded in metadata only). Anything else is refused with
- * the reason, never skipped.
+ * the reason, never skipped, and so is a symlink anywhere in the task (task-files.ts).
  */
 export interface ImportOptions {
   agent: Record<string, unknown>;
@@ -25,34 +26,18 @@ const READ = new Set(["instruction.md", "task.toml", "environment", "tests", "so
 const MAX_TESTS_BYTES = 1024 * 1024;
 
 async function textFile(dir: string, rel: string): Promise<string> {
-  const path = join(dir, rel);
-  const info = await stat(path).catch(() => null);
-  if (!info?.isFile()) {
+  const bytes = await readTaskFile(dir, rel);
+  if (bytes === null) {
     throw new HarborTaskRefused(
       `${rel}: missing (a Harbor task holds instruction.md, task.toml, environment/Dockerfile and tests/test.sh)`,
     );
   }
-  const bytes = await readFile(path);
   const text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
   try {
     return text.decode(bytes);
   } catch {
     throw new HarborTaskRefused(`${rel}: not UTF-8 text (only text files can be inlined into the task)`);
   }
-}
-
-async function listFiles(dir: string, root = dir): Promise<string[]> {
-  const out: string[] = [];
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) out.push(...(await listFiles(path, root)));
-    else if (entry.isFile()) out.push(relative(root, path));
-    else
-      throw new HarborTaskRefused(
-        `${relative(root, path)}: not a regular file or directory (links are not followed)`,
-      );
-  }
-  return out.sort();
 }
 
 export interface ImportedTask {
@@ -65,7 +50,9 @@ export async function importHarborTask(dir: string, opts: ImportOptions): Promis
   const taskId = basename(dir.replace(/\/+$/, ""));
   if (!isValidId(taskId))
     throw new HarborTaskRefused(`the directory name ${JSON.stringify(taskId)} is not a valid task_id`);
+  await checkTaskDir(dir);
   for (const entry of await readdir(dir, { withFileTypes: true })) {
+    if (entry.isSymbolicLink()) refuseLink(entry.name);
     if (READ.has(entry.name) || INERT.has(entry.name)) continue;
     const why =
       entry.name === "trajectory.json"
@@ -75,19 +62,19 @@ export async function importHarborTask(dir: string, opts: ImportOptions): Promis
           : "not part of the Harbor task layout Polar reads";
     throw new HarborTaskRefused(`${entry.name}: ${why}`);
   }
-  const toml = checkTaskToml(parseTomlWithPython(join(dir, "task.toml")));
+  const toml = checkTaskToml(parseToml(await textFile(dir, "task.toml"), dir));
   const instruction = await textFile(dir, "instruction.md");
   if (instruction.trim() === "")
     throw new HarborTaskRefused("instruction.md: empty (the agent would get no task)");
   const docker = readDockerfile(await textFile(dir, "environment/Dockerfile"));
-  for (const file of await listFiles(join(dir, "environment"))) {
+  for (const file of await listTaskFiles(dir, "environment")) {
     if (file === "Dockerfile") continue;
     const why = /compose\.ya?ml$/.test(file)
       ? "multi-container environments are not supported"
       : "no image is built, so this build-context file would never reach the task";
     throw new HarborTaskRefused(`environment/${file}: ${why}`);
   }
-  const testFiles = await listFiles(join(dir, "tests"));
+  const testFiles = await listTaskFiles(dir, "tests");
   if (!testFiles.includes("test.sh")) {
     throw new HarborTaskRefused(
       testFiles.includes("test.bat")
@@ -118,10 +105,7 @@ export async function importHarborTask(dir: string, opts: ImportOptions): Promis
     );
   // The agent works in its work dir: instruction paths under WORKDIR become relative ones.
   const localInstruction = rewritePaths(instruction, { [workdir]: "." }).trim();
-  const hasSolution = await stat(join(dir, "solution")).then(
-    (s) => s.isDirectory(),
-    () => false,
-  );
+  const hasSolution = (await entryKind(dir, "solution")) === "dir";
   const warnings = networkWarnings(toml);
   const task = {
     task_id: taskId,

@@ -1,11 +1,13 @@
 import { spawnSync } from "node:child_process";
+import { accessSync, constants } from "node:fs";
+import { delimiter, isAbsolute, join, resolve, sep } from "node:path";
 import { z } from "zod";
 import { formatIssues } from "../../shared/zod-issues.ts";
 import { HarborTaskRefused } from "./harbor-refusal.ts";
 
 /**
  * A Harbor `task.toml` (harbor/models/task/config.py, `TaskConfig`), read with Python's own TOML
- * parser (`tomllib`, Python 3.11+) and checked here. The fields Polar maps are in `TaskToml`; the
+ * parser (`tomllib`, Python 3.11+, isolated: `parseToml`) and checked here. The fields Polar maps are in `TaskToml`; the
  * Harbor fields it cannot honour are refused by name with the reason (`UNSUPPORTED`); anything
  * else is an unknown field.
  */
@@ -118,24 +120,53 @@ function at(data: Record<string, unknown>, path: string): unknown {
     );
 }
 
-/** TOML text -> JSON through `python3 -c 'import tomllib ...'`; throws when python3 or tomllib is missing. */
-export function parseTomlWithPython(path: string): unknown {
-  const code =
-    "import json, sys, tomllib\nwith open(sys.argv[1], 'rb') as f:\n    print(json.dumps(tomllib.load(f)))";
-  const res = spawnSync("python3", ["-c", code, path], { encoding: "utf8", timeout: 30_000 });
+/**
+ * TOML text -> JSON with Python's tomllib, running nothing of the collection's or the caller's:
+ * the text goes in on stdin (Python opens no path of the task), `-I -S` keeps the cwd, the script's
+ * dir, PYTHON* variables and site-packages off sys.path (a `json.py` or `tomllib.py` beside the task
+ * is never imported), the cwd is `/`, and `python3` is looked up only in absolute PATH entries
+ * outside `taskDir` (a `.` entry would run the collection's own `python3`).
+ */
+export function parseToml(text: string, taskDir?: string): unknown {
+  const python = hostPython3(taskDir);
+  if (python === null)
+    throw new HarborTaskRefused(
+      "task.toml: no python3 on PATH (absolute entries only); import-harbor reads TOML with Python 3.11+'s tomllib",
+    );
+  const code = "import json, sys, tomllib\nprint(json.dumps(tomllib.loads(sys.stdin.read())))";
+  const res = spawnSync(python, ["-I", "-S", "-c", code], {
+    input: text,
+    cwd: "/",
+    encoding: "utf8",
+    timeout: 30_000,
+  });
   if (res.error)
     throw new HarborTaskRefused(
-      `task.toml: cannot run python3 to read it (${res.error.message}); import-harbor reads TOML with Python 3.11+'s tomllib`,
+      `task.toml: cannot run ${python} to read it (${res.error.message}); import-harbor reads TOML with Python 3.11+'s tomllib`,
     );
   if (res.status !== 0) {
     const last = res.stderr.trim().split("\n").pop() ?? "";
     if (last.includes("No module named 'tomllib'"))
-      throw new HarborTaskRefused(
-        "task.toml: python3 on PATH has no tomllib; import-harbor needs Python 3.11+",
-      );
+      throw new HarborTaskRefused(`task.toml: ${python} has no tomllib; import-harbor needs Python 3.11+`);
     throw new HarborTaskRefused(`task.toml: not valid TOML: ${last}`);
   }
   return JSON.parse(res.stdout);
+}
+
+function hostPython3(taskDir: string | undefined): string | null {
+  const inside = taskDir ? resolve(taskDir) : null;
+  for (const entry of (process.env.PATH ?? "").split(delimiter)) {
+    if (!isAbsolute(entry)) continue;
+    if (inside && (entry === inside || entry.startsWith(`${inside}${sep}`))) continue;
+    const path = join(entry, "python3");
+    try {
+      accessSync(path, constants.X_OK);
+      return path;
+    } catch {
+      // not here
+    }
+  }
+  return null;
 }
 
 export function checkTaskToml(data: unknown): TaskToml {

@@ -11,15 +11,16 @@ per task on stdout, each with the \`harbor\` evaluator: after the agent stops, t
 run in a fresh runtime holding the agent's work dir, and the reward.json / reward.txt they write
 under /logs/verifier is the reward (docs/tasks.md, "Harbor tasks").
 
-Read: instruction.md; task.toml (timeouts, limits, env; read with python3's tomllib, 3.11+);
+Read: instruction.md; task.toml (timeouts, limits, env; read with python3's tomllib, 3.11+, run
+isolated from / so nothing of the collection or the cwd is imported or run);
 environment/Dockerfile, which must not need building: FROM, WORKDIR, ENV, LABEL and ARG only
 (no image is built: the task runs in the runner's own runtime); tests/ (test.sh required, text
 files). The image's WORKDIR, /tests and /logs are rewritten to the runtime's real dirs. A task
 using anything else (RUN or COPY in the Dockerfile, docker-compose, tests/Dockerfile, steps, MCP
-servers, a network allowlist, ...) is refused with the file and the reason on stderr, and the
-command exits 1 after writing the tasks it could convert. Harbor's default network_mode
-"public" is converted with a warning: the sandbox has no internet, so a test.sh that downloads
-its tools fails there.
+servers, a network allowlist, a symlink anywhere in the task) is refused with the file and the
+reason on stderr, and the command exits 1 after writing the tasks it could convert. Harbor's
+default network_mode "public" is converted with a warning: the sandbox has no internet, so a
+test.sh that downloads its tools fails there.
 
   DIR...            Harbor task directories (the directory name is the task_id)
   --harness NAME    agent.harness of every task (claude_code, codex, shell, ...)
