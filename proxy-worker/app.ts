@@ -16,7 +16,7 @@ import { addressFromHeader, addressGate, markAuthenticated } from "./fair-share/
 import { AddressLimiter } from "./fair-share/address-limiter.ts";
 import { rateLimited } from "./fair-share/rate-limited.ts";
 import { releaseOnEnd } from "./fair-share/release-on-end.ts";
-import { SessionLimiter } from "./fair-share/session-limiter.ts";
+import { SessionLimiter, tokensOfBytes } from "./fair-share/session-limiter.ts";
 import { handleGenerate } from "./generate.ts";
 import { resolveLimits } from "./limits.ts";
 import { ProxyMetrics } from "./metrics.ts";
@@ -49,7 +49,11 @@ export function createProxyApp(deps: ProxyDeps): Hono {
   mountAddressGate(app, g, deps);
   mountAdmin(app, g.policyVersion, g.adminTokens);
   if (deps.control) {
-    app.route("/", createControlApp({ store: g.store, control: deps.control, clock: g.clock, log: g.log }));
+    const runtime = { replicas: g.replicas, policyVersion: g.policyVersion };
+    app.route(
+      "/",
+      createControlApp({ store: g.store, control: deps.control, clock: g.clock, log: g.log, runtime }),
+    );
   } else mountControlHint(app);
   deps.extraRoutes?.(app);
   app.all("*", (c) => dispatch(g, c.req.raw));
@@ -124,44 +128,18 @@ async function dispatch(g: Gateway, request: Request): Promise<Response> {
   const url = new URL(request.url);
   const { token, path } = splitTokenPrefix(url.pathname);
   const route: Route = detectRoute(request.method, path, request.headers, g.codecs);
+  const key = extractKey(request.headers, url.searchParams, token);
 
   // Decided from the path and headers alone: nothing unauthenticated makes the proxy read a body.
-  if (route.kind === "unknown") return unknownRoute(g, request, route.provider, path);
+  if (route.kind === "unknown") return unknownRoute(g, request, route.provider, path, key, startedAt);
 
-  const auth = await authenticate(extractKey(request.headers, url.searchParams, token), g.auth, startedAt);
+  const auth = await authenticate(key, g.auth, startedAt);
   if (!auth.ok) return unread(g, request, providerError(g.codecs, route.provider, 401, auth.message));
   markAuthenticated(request);
 
-  if (route.kind === "list_models") return listModels(g, route.provider);
-
-  const vetted = await vetPolicyVersionHeader(
-    request.headers,
-    g.adminTokens,
-    g.log,
-    `session ${auth.identity.sessionId}`,
-  );
-  if (!vetted.ok) return providerError(g.codecs, route.provider, 400, vetted.message);
-
-  if (route.kind === "count_tokens") {
-    const body = await readJsonBody(request, g.limits);
-    if (!body.ok) return providerError(g.codecs, route.provider, body.status, body.message);
-    const build = tokenizeBodyBuilders(g, route.provider, {
-      path,
-      query: url.searchParams,
-      pathModel: route.pathModel,
-    });
-    if (!build)
-      return providerError(
-        g.codecs,
-        route.provider,
-        501,
-        `token counting for ${route.provider} is not available`,
-      );
-    return handleCountTokens(g, route.provider, body.json, build);
-  }
-
-  // Before the body is read: a session over its share costs the proxy almost nothing. Nothing is
-  // captured, since nothing was asked of the engine (docs/security.md "Fair share at the proxy").
+  // Every route a session can call goes through its share, before its body is read: a session over
+  // it costs the proxy almost nothing. Nothing is captured, since nothing was asked of the engine
+  // (docs/security.md "Fair share at the proxy").
   const admission = g.fairShare.admit(auth.identity);
   if (!admission.ok) {
     g.metrics.fairShareRefused(admission.limit);
@@ -179,7 +157,7 @@ async function dispatch(g: Gateway, request: Request): Promise<Response> {
   const { ticket } = admission;
   let answer: Response;
   try {
-    answer = await generateCall(g, request, route, auth.identity, vetted.headers, startedAt);
+    answer = await sessionCall(g, request, route, auth.identity, startedAt);
   } catch (err) {
     ticket.release();
     throw err;
@@ -187,19 +165,42 @@ async function dispatch(g: Gateway, request: Request): Promise<Response> {
   return ticket.held ? releaseOnEnd(answer, () => ticket.release()) : answer;
 }
 
-/** A model call the session's share admitted: its body is read only now. */
-async function generateCall(
+/** A call the session's share admitted: model listing, token counting or a model call. */
+async function sessionCall(
   g: Gateway,
   request: Request,
   route: Exclude<Route, { kind: "unknown" }>,
   identity: SessionIdentity,
-  headers: Headers,
   startedAt: number,
 ): Promise<Response> {
+  if (route.kind === "list_models") return listModels(g, route.provider);
+  const vetted = await vetPolicyVersionHeader(
+    request.headers,
+    g.adminTokens,
+    g.log,
+    `session ${identity.sessionId}`,
+  );
+  if (!vetted.ok) return providerError(g.codecs, route.provider, 400, vetted.message);
   const body = await readJsonBody(request, g.limits);
-  if (!body.ok) return providerError(g.codecs, route.provider, body.status, body.message);
+  if (!body.ok) {
+    // Taken in (up to the size cap) and refused: it costs its session what was read.
+    g.fairShare.charge(identity, tokensOfBytes(body.received));
+    return providerError(g.codecs, route.provider, body.status, body.message);
+  }
   const url = new URL(request.url);
   const { path } = splitTokenPrefix(url.pathname);
+  const ctx = { path, query: url.searchParams, pathModel: route.pathModel };
+  if (route.kind === "count_tokens") {
+    const build = tokenizeBodyBuilders(g, route.provider, ctx);
+    if (!build)
+      return providerError(
+        g.codecs,
+        route.provider,
+        501,
+        `token counting for ${route.provider} is not available`,
+      );
+    return handleCountTokens(g, route.provider, { identity, body: body.json, bytes: body.bytes }, build);
+  }
   // The registry is total over PROVIDERS (a missing module fails to compile), so there is always one.
   const codec = g.codecs[route.provider];
   return handleGenerate(g, {
@@ -208,8 +209,8 @@ async function generateCall(
     identity,
     body: body.json,
     bodyBytes: body.bytes,
-    ctx: { path, query: url.searchParams, pathModel: route.pathModel, pathStream: route.pathStream },
-    headers,
+    ctx: { ...ctx, pathStream: route.pathStream },
+    headers: vetted.headers,
     startedAt,
   });
 }
@@ -253,7 +254,17 @@ function mountAddressGate(app: Hono, g: Gateway, deps: ProxyDeps): void {
  * 404 in the shape the client most likely parses, guessed from the path and headers. The body is
  * never read: anyone can reach an unknown route, so it must cost no memory and no parse.
  */
-function unknownRoute(g: Gateway, request: Request, provider: Route["provider"], path: string): Response {
+async function unknownRoute(
+  g: Gateway,
+  request: Request,
+  provider: Route["provider"],
+  path: string,
+  key: string | null,
+  now: number,
+): Promise<Response> {
+  // A session's own credential on a wrong path is no scan: its 404s must not use up the address's
+  // budget, or one session could lock every new session on its node out (fair-share/address-gate.ts).
+  if (key !== null && (await authenticate(key, g.auth, now)).ok) markAuthenticated(request);
   return unread(
     g,
     request,

@@ -8,5 +8,7 @@ export { CaptureWriteError } from "./capture.ts";
 // A request a codec refuses (400, or the status it carries); never sent upstream.
 export { CodecError } from "./codecs/codec.ts";
 export { BodyTooLargeError } from "./limits.ts";
+// A change to the engine replica set the control API refused (unknown replica, the last one, a repeat).
+export { ReplicaSetError } from "./routing/replicas.ts";
 // The Worker's environment is unusable: the Worker refuses to start.
 export { WorkerConfigError } from "./worker-config.ts";

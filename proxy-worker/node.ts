@@ -109,9 +109,14 @@ export async function startNodeProxy(opts: NodeProxyOptions): Promise<RunningPro
   });
   const urls = [upstreamUrl, ...(upstreamUrls ?? [])];
   const replicas = new ReplicaSet(urls.map(upstreamOf), routing, rest.clock);
-  const stopProbes = urls.length > 1 ? startProbes(replicas, routing?.probeIntervalMs) : () => {};
+  // One process: the control API may change the replica set in its memory (docs/control-api.md),
+  // so a replica registered there is probed like a configured one.
+  const control = rest.control && { runtimeState: true, ...rest.control };
+  const stopProbes =
+    urls.length > 1 || control?.runtimeState ? startProbes(replicas, routing?.probeIntervalMs) : () => {};
   const app = createProxyApp({
     ...rest,
+    control,
     store,
     // node:zlib at level 1 without web streams: CompressionStream (level 6) was ~2.4 ms a capture.
     gzip: rest.gzip ?? ((parts) => gzipPartsSync(parts)),

@@ -6,11 +6,15 @@ import { keys } from "../../shared/keys.ts";
 import type { ObjectStore } from "../../shared/store/object-store.ts";
 import { readStoredTask, submitTask, TaskConflictError } from "../../shared/tasks/submit-task.ts";
 import { describeIssues, validateTask } from "../../shared/tasks/validate-task.ts";
+import { formatIssues } from "../../shared/zod-issues.ts";
 import { type CredentialList, matchesAny, parseCredentials, presentedCredential } from "../credentials.ts";
 import { markAuthenticated } from "../fair-share/address-gate.ts";
 import { depthExceededAt } from "../json-depth.ts";
 import { DEFAULT_MAX_JSON_DEPTH } from "../limits.ts";
-import type { ControlDeps } from "./control-deps.ts";
+import type { ControlDeps, RuntimeState } from "./control-deps.ts";
+import { errorBody } from "./error-body.ts";
+import { mountPolicyVersionRoutes } from "./policy-version-api.ts";
+import { mountReplicaRoutes } from "./replicas-api.ts";
 import { cancelRoute, statusRoute, submitRoute, trajectoriesRoute } from "./routes.ts";
 import { taskStatus } from "./task-status.ts";
 
@@ -19,10 +23,14 @@ export interface ControlAppOptions {
   control: ControlDeps;
   clock: () => number;
   log: (message: string) => void;
+  /** The gateway's replica set and version; the runtime routes change them when `control.runtimeState` is on. */
+  runtime: RuntimeState;
 }
 
 /** A TaskRequest is small; this bounds what an authenticated client can make the proxy parse. */
 const MAX_TASK_BYTES = 1024 * 1024;
+/** A replica list or a version: small (1,024 URLs of 2 KiB at most). */
+const MAX_RUNTIME_BODY_BYTES = 4 * 1024 * 1024;
 
 /**
  * The task control API (`/v1/tasks...`) and its OpenAPI document (`/openapi.json`), as a Hono app
@@ -39,6 +47,13 @@ export function createControlApp(opts: ControlAppOptions): OpenAPIHono {
   const app = new OpenAPIHono({
     defaultHook: (result, c) => {
       if (result.success) return;
+      if (!isTaskBody(c.req.method, c.req.path))
+        return c.json(
+          errorBody(
+            `invalid ${result.target === "json" ? "body" : result.target}: ${formatIssues(result.error, 8)}`,
+          ),
+          400,
+        );
       // A task body gets the whole submit-time check, so one answer names every mistake.
       const checked = result.target === "json" && "data" in result ? validateTask(result.data) : null;
       const problems = checked && !checked.ok ? checked.problems : describeIssues(result.error);
@@ -54,6 +69,12 @@ export function createControlApp(opts: ControlAppOptions): OpenAPIHono {
   const guard = controlGuard(tokens);
   app.use("/v1/tasks", guard, bodyLimit({ maxSize: MAX_TASK_BYTES, onError: tooLarge }), shallowJson);
   app.use("/v1/tasks/*", guard);
+  const runtimeBody = bodyLimit({ maxSize: MAX_RUNTIME_BODY_BYTES, onError: tooLargeRuntime });
+  app.use("/v1/replicas", guard, runtimeBody);
+  app.use("/v1/policy-version", guard, runtimeBody);
+  const runtime = control.runtimeState ? opts.runtime : null;
+  mountReplicaRoutes(app, runtime, clock);
+  mountPolicyVersionRoutes(app, runtime);
 
   app.openapi(submitRoute, async (c) => {
     const task = c.req.valid("json");
@@ -133,7 +154,8 @@ export function createControlApp(opts: ControlAppOptions): OpenAPIHono {
       title: "Polar task control API",
       version: "1",
       description:
-        "Submit rollout tasks, follow them and fetch their trajectory shards. Served by the Polar proxy " +
+        "Submit rollout tasks, follow them and fetch their trajectory shards; register the engine replicas " +
+        "a trainer starts and name the policy version it synced. Served by the Polar proxy " +
         "(Node or Cloudflare Worker); the provider endpoints (/v1/messages, /v1/chat/completions, " +
         "/v1/responses, /v1beta/models/...) are documented by their providers.",
     },
@@ -174,8 +196,12 @@ function tooLarge(c: Context): Response {
   return c.json(errorBody(`a task body must be at most ${MAX_TASK_BYTES} bytes`), 413);
 }
 
-function errorBody(message: string) {
-  return { error: { message } };
+function tooLargeRuntime(c: Context): Response {
+  return c.json(errorBody(`a body must be at most ${MAX_RUNTIME_BODY_BYTES} bytes`), 413);
+}
+
+function isTaskBody(method: string, path: string): boolean {
+  return method === "POST" && path === "/v1/tasks";
 }
 
 function noTask(id: string): string {

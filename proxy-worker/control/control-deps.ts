@@ -1,4 +1,6 @@
 import type { JobSender } from "../../shared/queue/job-sender.ts";
+import type { PolicyVersionSource } from "../admin.ts";
+import type { ReplicaSet } from "../routing/replicas.ts";
 
 /** What the host hands `createProxyApp` to turn on the task control API (`/v1/tasks`). */
 export interface ControlDeps {
@@ -18,4 +20,16 @@ export interface ControlDeps {
   presignGet?: (key: string, expiresSeconds: number) => Promise<string>;
   /** Lifetime of presigned URLs. Default 3600 s. */
   presignExpiresSeconds?: number;
+  /**
+   * The host is one long-lived process (Node): `/v1/replicas` and `/v1/policy-version` change the
+   * replica set and the version held in its memory. Off (501) in the Worker, where each isolate
+   * would keep its own copy and calls would land on whichever isolate serves them.
+   */
+  runtimeState?: boolean;
+}
+
+/** What `/v1/replicas` and `/v1/policy-version` change: the gateway's own replica set and version. */
+export interface RuntimeState {
+  replicas: ReplicaSet;
+  policyVersion: PolicyVersionSource;
 }

@@ -3,6 +3,11 @@ import { TaskRequest } from "../../shared/schemas/task.ts";
 import {
   CancelBody,
   ErrorBody,
+  PolicyVersionAnswer,
+  ReplaceReplicasBody,
+  ReplicaBody,
+  ReplicasBody,
+  SetPolicyVersionBody,
   StatusBody,
   SubmittedBody,
   TaskIdParam,
@@ -17,7 +22,7 @@ const json = <T>(schema: T, description: string) => ({
 });
 
 const security = [{ adminToken: [] }];
-const unauthorized = json(ErrorBody, "missing or wrong admin token");
+const unauthorized = json(ErrorBody, "missing or wrong control token");
 const notFound = json(ErrorBody, "no task with this id");
 
 export const submitRoute = createRoute({
@@ -68,4 +73,90 @@ export const trajectoriesRoute = createRoute({
   security,
   request: { params: TaskIdParam },
   responses: { 200: json(TrajectoriesBody, "keys and URLs"), 401: unauthorized, 404: notFound },
+});
+
+const badBody = json(ErrorBody, "the body is not valid; the message names the field");
+const noRuntimeState = json(
+  ErrorBody,
+  "this host keeps no replica set or version between requests (the Worker): see docs/control-api.md",
+);
+
+export const listReplicasRoute = createRoute({
+  method: "get",
+  path: "/v1/replicas",
+  summary: "The engine replicas the proxy routes model calls to, with their health",
+  security,
+  responses: { 200: json(ReplicasBody, "the replica set"), 401: unauthorized, 501: noRuntimeState },
+});
+
+export const registerReplicaRoute = createRoute({
+  method: "post",
+  path: "/v1/replicas",
+  summary: "Register an engine replica (after its GET /health answers): it takes calls from the next one on",
+  security,
+  request: { body: { ...json(ReplicaBody, "the replica's base URL"), required: true } },
+  responses: {
+    200: json(ReplicasBody, "already in the set: nothing changed"),
+    201: json(ReplicasBody, "registered"),
+    400: badBody,
+    401: unauthorized,
+    422: json(ErrorBody, "the replica did not answer GET /health; the message names it"),
+    501: noRuntimeState,
+  },
+});
+
+export const replaceReplicasRoute = createRoute({
+  method: "put",
+  path: "/v1/replicas",
+  summary: "Replace the whole replica set (every new one must answer GET /health first; all or nothing)",
+  security,
+  request: { body: { ...json(ReplaceReplicasBody, "the replicas' base URLs"), required: true } },
+  responses: {
+    200: json(ReplicasBody, "the set is now exactly these replicas"),
+    400: badBody,
+    401: unauthorized,
+    422: json(ErrorBody, "a new replica did not answer GET /health; the message names it"),
+    501: noRuntimeState,
+  },
+});
+
+export const removeReplicaRoute = createRoute({
+  method: "delete",
+  path: "/v1/replicas",
+  summary: "Remove a replica: no new call goes to it; calls already there finish",
+  security,
+  request: { body: { ...json(ReplicaBody, "the replica's base URL"), required: true } },
+  responses: {
+    200: json(ReplicasBody, "removed"),
+    400: badBody,
+    401: unauthorized,
+    404: json(ErrorBody, "no such replica in the set"),
+    409: json(ErrorBody, "it is the only replica left"),
+    501: noRuntimeState,
+  },
+});
+
+export const getPolicyVersionRoute = createRoute({
+  method: "get",
+  path: "/v1/policy-version",
+  summary: "The policy version stamped on captures whose engine reports none",
+  security,
+  responses: { 200: json(PolicyVersionAnswer, "the version"), 401: unauthorized, 501: noRuntimeState },
+});
+
+export const setPolicyVersionRoute = createRoute({
+  method: "put",
+  path: "/v1/policy-version",
+  summary: "The trainer names the weights it just synced (for engines that report no version)",
+  security,
+  request: {
+    body: { ...json(SetPolicyVersionBody, "the new version, a non-negative integer"), required: true },
+  },
+  responses: {
+    200: json(PolicyVersionAnswer, "set"),
+    400: badBody,
+    401: unauthorized,
+    409: json(ErrorBody, "the version is lower than the current one"),
+    501: noRuntimeState,
+  },
 });

@@ -68,3 +68,69 @@ export const TrajectoriesBody = z.object({
   /** Seconds the URLs stay valid; null when the store cannot presign (R2 binding, directory). */
   url_expires_in: z.number().int().nullable(),
 });
+
+/**
+ * An engine replica's base URL as a trainer registers it: http(s), no credentials (they would land
+ * in captures and logs), no query or fragment (paths are appended to it).
+ */
+export const ReplicaUrl = z
+  .string()
+  .max(2048)
+  .refine((raw) => {
+    const url = parseUrl(raw);
+    return (
+      url !== null &&
+      (url.protocol === "http:" || url.protocol === "https:") &&
+      !url.username &&
+      !url.password &&
+      !url.search &&
+      !url.hash
+    );
+  }, "must be an http(s) URL without credentials, query or fragment, e.g. http://10.0.0.5:8000");
+
+export const ReplicaBody = z.strictObject({ url: ReplicaUrl });
+
+/** At most this many replicas in one replace call (a fleet, not a hostile list). */
+export const MAX_REPLICAS = 1024;
+
+export const ReplaceReplicasBody = z.strictObject({ urls: z.array(ReplicaUrl).min(1).max(MAX_REPLICAS) });
+
+export const ReplicaInfo = z.object({
+  /** Its id: the base URL without trailing slashes, as captures' `replica` names it. */
+  url: z.string(),
+  /** The label of its metrics (`replica="<index>"`). */
+  index: z.number().int(),
+  origin: z.enum(["configured", "registered"]),
+  /** False while drained after a failed call or probe (docs/routing.md "Health"). */
+  healthy: z.boolean(),
+  in_flight: z.number().int(),
+});
+
+export const ReplicasBody = z.object({
+  replicas: z.array(ReplicaInfo),
+  /** Replicas this call added / removed (absent on GET). */
+  added: z.array(z.string()).optional(),
+  removed: z.array(z.string()).optional(),
+});
+
+/** The trainer's step counter: versions it names are compared as integers (a lower one is refused). */
+export const SetPolicyVersionBody = z.strictObject({
+  version: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
+});
+
+export const PolicyVersionAnswer = z.object({
+  /** The version the proxy stamps on captures when the engine reports none; null when none is set. */
+  version: z.string().nullable(),
+  /** `trainer`: set here; `proxy`: `--policy-version`, `POLICY_VERSION` or `/admin/policy-version`. */
+  set_by: z.enum(["proxy", "trainer"]),
+  /** The version before this call (PUT only). */
+  previous: z.string().nullable().optional(),
+});
+
+function parseUrl(raw: string): URL | null {
+  try {
+    return new URL(raw);
+  } catch {
+    return null;
+  }
+}

@@ -31,11 +31,23 @@ export const DEFAULT_QUEUE_WAIT_MS = 2_000;
 export interface Replica {
   /** The upstream's base URL as configured: names the replica in captures. */
   id: string;
-  /** Position in the configured list: names the replica in metrics (URLs stay out of /metrics). */
+  /**
+   * Position in the configured list, then one more for each replica registered at runtime (never
+   * reused): names the replica in metrics (URLs stay out of /metrics).
+   */
   index: number;
+  /** `configured` at start (flags, env); `registered` through the control API (docs/control-api.md). */
+  origin: ReplicaOrigin;
   upstream: Upstream;
   inFlight: number;
   health: ReplicaHealth;
+}
+
+export type ReplicaOrigin = "configured" | "registered";
+
+/** A replica's id: its base URL without trailing slashes (how captures and the control API name it). */
+export function replicaId(baseUrl: string): string {
+  return baseUrl.replace(/\/+$/, "");
 }
 
 export type Acquired = { ok: true; lease: Lease } | { ok: false; retryAfterSeconds: number; message: string };
@@ -47,8 +59,14 @@ export interface Lease {
 }
 
 export class ReplicaSet {
+  /**
+   * Changed in place (register, remove, replace), never reassigned: probes and routed calls read it
+   * afresh on each use, so a change applies from the next call on.
+   */
   readonly replicas: Replica[];
   readonly policy: RoutingPolicy;
+  private readonly drainMs: number;
+  private nextIndex: number;
   private readonly maxInFlight: number;
   private readonly queueWaitMs: number;
   private readonly loadFactor: number;
@@ -60,7 +78,7 @@ export class ReplicaSet {
   constructor(upstreams: readonly Upstream[], opts: RoutingOptions = {}, clock: () => number = Date.now) {
     this.clock = clock;
     if (upstreams.length === 0) throw new Error("at least one upstream is required");
-    const ids = upstreams.map((u) => u.baseUrl.replace(/\/+$/, ""));
+    const ids = upstreams.map((u) => replicaId(u.baseUrl));
     const dup = ids.find((id, i) => ids.indexOf(id) !== i);
     if (dup) throw new Error(`upstream ${dup} is listed twice`);
     this.policy = opts.policy ?? "affinity";
@@ -68,14 +86,84 @@ export class ReplicaSet {
     if (!(this.maxInFlight >= 1)) throw new Error(`maxInFlight must be >= 1, got ${this.maxInFlight}`);
     this.queueWaitMs = opts.queueWaitMs ?? DEFAULT_QUEUE_WAIT_MS;
     this.loadFactor = opts.loadFactor ?? DEFAULT_LOAD_FACTOR;
-    const drainMs = opts.drainMs ?? DEFAULT_DRAIN_MS;
-    this.replicas = upstreams.map((upstream, index) => ({
-      id: ids[index],
+    this.drainMs = opts.drainMs ?? DEFAULT_DRAIN_MS;
+    this.replicas = upstreams.map((upstream, index) => this.fresh(upstream, index, "configured"));
+    this.nextIndex = upstreams.length;
+  }
+
+  get(id: string): Replica | undefined {
+    return this.replicas.find((r) => r.id === replicaId(id));
+  }
+
+  /** How a replica at `baseUrl` would be reached: the existing replicas' transport, timeout and log. */
+  upstreamFor(baseUrl: string): Upstream {
+    return { ...this.replicas[0].upstream, baseUrl: replicaId(baseUrl) };
+  }
+
+  /**
+   * Adds an engine replica at `baseUrl` (the trainer's own, known only at runtime), reached the way
+   * the existing replicas are (same pooled transport, timeout and log). An id already in the set is
+   * returned as it is (`added: false`): registering twice is harmless.
+   */
+  add(baseUrl: string): { replica: Replica; added: boolean } {
+    const held = this.get(baseUrl);
+    if (held) return { replica: held, added: false };
+    const replica = this.fresh(this.upstreamFor(baseUrl), this.nextIndex++, "registered");
+    this.replicas.push(replica);
+    this.wake();
+    return { replica, added: true };
+  }
+
+  /**
+   * Takes a replica out of rotation: no new call goes to it; calls already on it finish there. The
+   * last replica cannot go (the proxy would have no engine): `replace` swaps a whole set instead.
+   */
+  remove(id: string): Replica {
+    const at = this.replicas.findIndex((r) => r.id === replicaId(id));
+    if (at < 0) throw new ReplicaSetError(`no replica ${replicaId(id)} in the set`, "unknown");
+    if (this.replicas.length === 1)
+      throw new ReplicaSetError(
+        `${replicaId(id)} is the only replica: register another first, or replace the set in one call`,
+        "last",
+      );
+    const [gone] = this.replicas.splice(at, 1);
+    // Sessions held there are placed again on their next call (they are not in the healthy set).
+    this.wake();
+    return gone;
+  }
+
+  /**
+   * The set becomes exactly `baseUrls`: replicas already in it keep their health, in-flight count
+   * and sessions; the others are added; the rest leave as `remove` would.
+   */
+  replace(baseUrls: readonly string[]): { added: Replica[]; removed: Replica[] } {
+    const ids = baseUrls.map(replicaId);
+    if (ids.length === 0) throw new ReplicaSetError("a replica set needs at least one replica", "last");
+    const dup = ids.find((id, i) => ids.indexOf(id) !== i);
+    if (dup) throw new ReplicaSetError(`replica ${dup} is listed twice`, "duplicate");
+    const added: Replica[] = [];
+    const next = ids.map((id) => {
+      const held = this.get(id);
+      if (held) return held;
+      const replica = this.fresh(this.upstreamFor(id), this.nextIndex++, "registered");
+      added.push(replica);
+      return replica;
+    });
+    const removed = this.replicas.filter((r) => !ids.includes(r.id));
+    this.replicas.splice(0, this.replicas.length, ...next);
+    this.wake();
+    return { added, removed };
+  }
+
+  private fresh(upstream: Upstream, index: number, origin: ReplicaOrigin): Replica {
+    return {
+      id: replicaId(upstream.baseUrl),
       index,
+      origin,
       upstream,
       inFlight: 0,
-      health: new ReplicaHealth(drainMs),
-    }));
+      health: new ReplicaHealth(this.drainMs),
+    };
   }
 
   /** Healthy replicas; when every one is drained, all of them (an outage then shows the engine's own error). */
@@ -187,5 +275,15 @@ export class ReplicaSet {
 
   private retryAfterSeconds(): number {
     return Math.max(1, Math.ceil(this.queueWaitMs / 1000));
+  }
+}
+
+/** Why a change to the set was refused: `unknown` id, removing the `last` one, a `duplicate` in a list. */
+export class ReplicaSetError extends Error {
+  readonly reason: "unknown" | "last" | "duplicate";
+  constructor(message: string, reason: "unknown" | "last" | "duplicate") {
+    super(message);
+    this.name = "ReplicaSetError";
+    this.reason = reason;
   }
 }

@@ -276,15 +276,19 @@ describe("GET /v1/tasks/{id} and /trajectories, DELETE /v1/tasks/{id}", () => {
 });
 
 describe("/openapi.json and the provider routes", () => {
-  it("documents the four operations with the admin security scheme", async () => {
+  it("documents the operations with the admin security scheme", async () => {
     const { app } = setup();
     const doc = await (await app.request("/openapi.json")).json();
     expect(Object.keys(doc.paths).sort()).toEqual([
+      "/v1/policy-version",
+      "/v1/replicas",
       "/v1/tasks",
       "/v1/tasks/{id}",
       "/v1/tasks/{id}/trajectories",
     ]);
     expect(Object.keys(doc.paths["/v1/tasks/{id}"]).sort()).toEqual(["delete", "get"]);
+    expect(Object.keys(doc.paths["/v1/replicas"]).sort()).toEqual(["delete", "get", "post", "put"]);
+    expect(Object.keys(doc.paths["/v1/policy-version"]).sort()).toEqual(["get", "put"]);
     expect(doc.components.securitySchemes.adminToken).toMatchObject({ type: "http", scheme: "bearer" });
     const body = doc.paths["/v1/tasks"].post.requestBody.content["application/json"].schema;
     expect(JSON.stringify(body)).toContain("num_samples");
