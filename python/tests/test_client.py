@@ -3,8 +3,13 @@ local-aws-sqs, a runner consuming the queue (the stack of test/integration/contr
 
 from __future__ import annotations
 
+import gzip
 import http.server
 import json
+import os
+import re
+import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -12,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, node
 
 from polar_rollouts import ControlApiError, ControlClient, TaskFailed, filter_traces, grpo_advantages
 
@@ -240,3 +245,123 @@ def test_the_token_is_the_control_token_under_either_name() -> None:
     assert ControlClient("http://127.0.0.1:9", admin_token="c").control_token == "c"
     with pytest.raises(ValueError, match="control_token is required"):
         ControlClient("http://127.0.0.1:9")
+
+
+# -- engines and versions the trainer owns, against a real `polar serve` ----------------------
+
+
+def _node_child(
+    args: list[str], pattern: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], re.Match[str]]:
+    process = subprocess.Popen(
+        [node(), str(ROOT / "bin" / "polar.js"), *args],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    assert process.stdout is not None
+    seen = ""
+    for line in process.stdout:
+        seen += line
+        found = re.search(pattern, line)
+        if found:
+            # Keep draining its output so the child never blocks on a full pipe.
+            threading.Thread(target=lambda: [None for _ in process.stdout or []], daemon=True).start()
+            return process, found
+    process.wait()
+    raise RuntimeError(f"polar {args[0]} did not start:\n{seen}")
+
+
+@pytest.fixture(scope="module")
+def trainer_engines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """`polar serve` (its own dry-run policy as the configured replica) and two more dry-run
+    policies standing in for the engines a trainer starts at runtime."""
+    out = tmp_path_factory.mktemp("polar-serve-replicas")
+    children = []
+    try:
+        serve, found = _node_child(
+            ["serve", "--port", "0", "--out", str(out)],
+            r"--proxy (http://127\.0\.0\.1:\d+) --control-token ([0-9a-f]+)",
+            env={**os.environ, "POLAR_CONTROL_TOKEN": ""},
+        )
+        children.append(serve)
+        engines = []
+        for _ in range(2):
+            policy, listening = _node_child(["policy", "--port", "0"], r"listening on (http://127\.0\.0\.1:\d+)")
+            children.append(policy)
+            engines.append(listening.group(1))
+        yield {"proxy_url": found.group(1), "token": found.group(2), "store": out / "store", "engines": engines}
+    finally:
+        for child in children:
+            child.terminate()
+            child.wait(timeout=30)
+
+
+def _captures(store: Path, task_id: str) -> list[dict[str, Any]]:
+    paths = sorted((store / "captures" / task_id).glob("*/*.json.gz"))
+    assert paths, f"no captures for {task_id}"
+    return [json.loads(gzip.decompress(p.read_bytes())) for p in paths]
+
+
+def _closed_port_url() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+def test_a_trainer_registers_replaces_and_removes_its_engines(trainer_engines: dict[str, Any]) -> None:
+    client = ControlClient(trainer_engines["proxy_url"], trainer_engines["token"])
+    store = trainer_engines["store"]
+    b, c = trainer_engines["engines"]
+    [own] = client.replicas()
+    assert own["origin"] == "configured" and own["healthy"] is True
+
+    dead = _closed_port_url()
+    with pytest.raises(ControlApiError) as err:
+        client.register_replica(dead)
+    assert err.value.status == 422 and f"replica {dead} is not reachable" in err.value.message
+    assert [r["url"] for r in client.replicas()] == [own["url"]]
+
+    assert client.register_replica(b)["added"] == [b]
+    assert [(r["url"], r["origin"]) for r in client.replicas()] == [(own["url"], "configured"), (b, "registered")]
+    assert client.replace_replicas([b])["removed"] == [own["url"]]
+    client.run(example_task("hello-file", "py-replica-b"), timeout_s=120, poll_s=0.2)
+    assert {x["replica"] for x in _captures(store, "py-replica-b")} == {b}
+
+    # The last replica stays (the proxy would have no engine); swap it for another instead.
+    with pytest.raises(ControlApiError) as err:
+        client.remove_replica(b)
+    assert err.value.status == 409 and f"{b} is the only replica" in err.value.message
+    client.register_replica(c)
+    assert client.remove_replica(b)["removed"] == [b]
+    client.run(example_task("hello-file", "py-replica-c"), timeout_s=120, poll_s=0.2)
+    assert {x["replica"] for x in _captures(store, "py-replica-c")} == {c}
+
+
+def test_the_trainer_names_the_policy_version_captures_record(trainer_engines: dict[str, Any]) -> None:
+    client = ControlClient(trainer_engines["proxy_url"], trainer_engines["token"])
+    assert client.set_policy_version(5) is None
+    assert client.policy_version() == {"version": "5", "set_by": "trainer"}
+    with pytest.raises(ControlApiError) as err:
+        client.set_policy_version(4)
+    assert err.value.status == 409 and "policy version 4 is lower than the current 5" in err.value.message
+    client.run(example_task("hello-file", "py-version"), timeout_s=120, poll_s=0.2)
+    captures = _captures(trainer_engines["store"], "py-version")
+    # The dry-run policy reports no version of its own, so the trainer's is the one recorded.
+    assert {(x["policy_version"], x["policy_version_end"], x["policy_version_source"]) for x in captures} == {
+        ("5", "5", "trainer")
+    }
+    traces = client.shard("py-version")
+    assert traces and {t.policy_version for t in traces} == {"5"}
+
+
+def test_the_client_checks_replica_and_version_arguments() -> None:
+    client = ControlClient("http://127.0.0.1:9", "t")
+    for bad in (-1, True, 2.0, "3"):
+        with pytest.raises(ValueError, match="non-negative int"):
+            client.set_policy_version(bad)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="list of URLs"):
+        client.replace_replicas("http://127.0.0.1:8000")

@@ -1,7 +1,9 @@
 """A client for the task control API (docs/control-api.md), standard library only.
 
 The rollout-as-a-service loop: ``submit`` a TaskRequest, then either ``wait`` for the group
-shard or ``stream_results`` to get each session's result as soon as it lands.
+shard or ``stream_results`` to get each session's result as soon as it lands. A trainer that
+starts its own engines registers them (``register_replica``, ``replace_replicas``,
+``remove_replica``) and names the weights it synced (``set_policy_version``) on the same client.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from .results import SessionResult, parse_result
@@ -95,7 +97,7 @@ class ControlClient:
         self.timeout_s = timeout_s
         self._sleep = sleep
 
-    # -- the four endpoints -------------------------------------------------------------------
+    # -- tasks ------------------------------------------------------------------------------
 
     def submit(self, task: Mapping[str, Any]) -> dict[str, Any]:
         """POST /v1/tasks: ``{task_id, session_ids, enqueued, skipped, submitted_at, status_url}``.
@@ -112,6 +114,43 @@ class ControlClient:
     def trajectories(self, task_id: str) -> dict[str, Any]:
         """GET /v1/tasks/{id}/trajectories: the shard and result keys, with URLs on S3."""
         return self._call("GET", f"/v1/tasks/{_quote(task_id)}/trajectories")
+
+    # -- engines and versions the trainer owns (docs/control-api.md) -------------------------
+
+    def replicas(self) -> list[dict[str, Any]]:
+        """GET /v1/replicas: ``[{url, index, origin, healthy, in_flight}, ...]``, the engine
+        replicas the proxy routes model calls to."""
+        return list(self._call("GET", "/v1/replicas")["replicas"])
+
+    def register_replica(self, url: str) -> dict[str, Any]:
+        """POST /v1/replicas: the proxy routes to ``url`` (an engine's base URL) from the next call
+        on, once its ``GET /health`` answers; an unreachable one raises ControlApiError 422 naming
+        it. Registering one already in the set changes nothing. Answers ``{replicas, added, removed}``."""
+        return self._call("POST", "/v1/replicas", {"url": url})
+
+    def replace_replicas(self, urls: Sequence[str]) -> dict[str, Any]:
+        """PUT /v1/replicas: the set becomes exactly ``urls`` (all or nothing: every new one must
+        answer ``GET /health``); replicas kept keep their sessions. ``{replicas, added, removed}``."""
+        if isinstance(urls, str):
+            raise TypeError("replace_replicas takes a list of URLs, not one URL")
+        return self._call("PUT", "/v1/replicas", {"urls": list(urls)})
+
+    def remove_replica(self, url: str) -> dict[str, Any]:
+        """DELETE /v1/replicas: no new call goes to ``url`` (calls already there finish). The last
+        replica cannot be removed (409): use ``replace_replicas``."""
+        return self._call("DELETE", "/v1/replicas", {"url": url})
+
+    def set_policy_version(self, version: int) -> None:
+        """PUT /v1/policy-version: the version captures record for engines that report none of
+        their own (an engine's ``/weight_info`` wins where it answers). A version lower than the
+        current one raises ControlApiError 409."""
+        if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+            raise ValueError(f"version must be a non-negative int (the training step), got {version!r}")
+        self._call("PUT", "/v1/policy-version", {"version": version})
+
+    def policy_version(self) -> dict[str, Any]:
+        """GET /v1/policy-version: ``{version, set_by}`` (``set_by`` is ``trainer`` or ``proxy``)."""
+        return self._call("GET", "/v1/policy-version")
 
     # -- the loop a trainer runs --------------------------------------------------------------
 
