@@ -1,4 +1,5 @@
-import { createServer } from "node:net";
+import { createServer as createHttpServer } from "node:http";
+import { type AddressInfo, createServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MemoryQueue } from "../../batch-runner/queue/memory-queue.ts";
 import { createProxyApp } from "../../proxy-worker/app.ts";
@@ -219,6 +220,51 @@ describe("the policy version a trainer sets", () => {
       body: { version: "4", set_by: "trainer" },
     });
     expect((await oneCall()).policy_version).toBe("4");
+  });
+});
+
+/** A replica that reports its weights at `/weight_info` (vLLM's RL endpoints), sampling through `policy`. */
+async function versionedEngine(policy: PolicyServer, version: string) {
+  const server = createHttpServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    if (req.url === "/weight_info") {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ weight_version: version }));
+      return;
+    }
+    const upstream = await fetch(`${policy.url}${req.url}`, {
+      method: req.method,
+      headers: { "content-type": "application/json" },
+      body: req.method === "GET" ? undefined : Buffer.concat(chunks),
+    });
+    res.writeHead(upstream.status, {
+      "content-type": upstream.headers.get("content-type") ?? "application/json",
+    });
+    res.end(Buffer.from(await upstream.arrayBuffer()));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}
+
+describe("a registered replica that reports its own version", () => {
+  it("stamps the engine's version on its captures, over the trainer's", async () => {
+    const engine = await versionedEngine(c, "engine-7");
+    try {
+      expect((await control("PUT", "/v1/replicas", { urls: [engine.url] })).status).toBe(200);
+      expect((await control("GET", "/v1/policy-version")).body).toMatchObject({ set_by: "trainer" });
+      expect(await oneCall()).toMatchObject({
+        replica: engine.url,
+        policy_version: "engine-7",
+        policy_version_source: "engine",
+      });
+    } finally {
+      await control("PUT", "/v1/replicas", { urls: [c.url] });
+      await engine.close();
+    }
   });
 });
 
