@@ -58,6 +58,12 @@ export function versionsInAnswer(reading: EngineReading): EngineVersionSpan | nu
   return { start: reading.policyVersionFirst ?? reading.policyVersion, end: reading.policyVersion };
 }
 
+/** The size of the client's request as read (what a failed call is charged by: fair-share/). */
+export function requestBytes(f: CaptureFacts): number {
+  if (f.requestJson) return f.requestJson.byteLength;
+  return JSON.stringify(f.request)?.length ?? 0;
+}
+
 export function buildCaptureRecord(f: CaptureFacts): CaptureRecord {
   const response = f.reading?.forCapture ?? null;
   const choice = response && Array.isArray(response.choices) ? response.choices[0] : undefined;

@@ -1,6 +1,8 @@
 import type { Provider } from "../shared/schemas/capture.ts";
+import type { SessionIdentity } from "./auth.ts";
 import { CodecError } from "./codecs/codec.ts";
 import type { Gateway } from "./deps.ts";
+import { tokensOfBytes } from "./fair-share/session-limiter.ts";
 import { providerError } from "./provider-error.ts";
 import { postJson } from "./upstream.ts";
 
@@ -10,17 +12,45 @@ export interface TokenCounter {
   encodeCount(count: number): unknown;
 }
 
+/** A count request its session's share admitted: who asks, the parsed body and its bytes as read. */
+export interface CountRequest {
+  identity: SessionIdentity;
+  body: unknown;
+  bytes: Uint8Array;
+}
+
 /**
  * Token counts come from the upstream's own template and tokenizer (`/tokenize`), never an estimate:
- * Claude Code's context accounting trusts `{input_tokens}`, and 0 or 404 would break it.
+ * Claude Code's context accounting trusts `{input_tokens}`, and 0 or 404 would break it. A count
+ * is admitted like a model call (app.ts) and costs its session the tokens the engine counted, or
+ * the request's size when there is no count: tokenizing megabytes is work the engine does for it.
  */
 export async function handleCountTokens(
   g: Gateway,
   provider: Provider,
-  body: unknown,
+  req: CountRequest,
   counter: TokenCounter,
 ): Promise<Response> {
-  const fail = (status: number, message: string) => providerError(g.codecs, provider, status, message);
+  let counted: number | null = null;
+  try {
+    const res = await countTokens(g, provider, req.body, counter);
+    counted = res.count;
+    return res.response;
+  } finally {
+    g.fairShare.charge(req.identity, counted ?? tokensOfBytes(req.bytes.byteLength));
+  }
+}
+
+async function countTokens(
+  g: Gateway,
+  provider: Provider,
+  body: unknown,
+  counter: TokenCounter,
+): Promise<{ count: number | null; response: Response }> {
+  const fail = (status: number, message: string) => ({
+    count: null,
+    response: providerError(g.codecs, provider, status, message),
+  });
   let tokenizeBody: Record<string, unknown>;
   try {
     tokenizeBody = counter.tokenizeBody(body);
@@ -41,7 +71,8 @@ export async function handleCountTokens(
         ? r.body.tokens.length
         : null;
   if (count === null || count <= 0) return fail(502, "upstream /tokenize answered without a token count");
-  return new Response(JSON.stringify(counter.encodeCount(count)), {
+  const response = new Response(JSON.stringify(counter.encodeCount(count)), {
     headers: { "content-type": "application/json" },
   });
+  return { count, response };
 }

@@ -5,6 +5,7 @@ import {
   buildCaptureRecord,
   type CaptureFacts,
   CaptureWriteError,
+  requestBytes,
   stampEngineVersions,
   versionsInAnswer,
   writeCapture,
@@ -14,7 +15,7 @@ import { engineFieldRefusal, stripClientEngineFields } from "./client-engine-fie
 import { CodecError, type DecodedRequest, type ProviderCodec, type RequestContext } from "./codecs/codec.ts";
 import type { Gateway } from "./deps.ts";
 import { clientAskedLogprobs, type EngineReading, isObject } from "./engines/engine.ts";
-import { tokensOfCall } from "./fair-share/session-limiter.ts";
+import { costOfCall, tokensOfBytes } from "./fair-share/session-limiter.ts";
 import { providerError } from "./provider-error.ts";
 import { postRouted } from "./routing/routed-call.ts";
 import { applyTaskSampling, samplingRecord } from "./sampling.ts";
@@ -49,7 +50,11 @@ export async function handleGenerate(g: Gateway, call: GenerateCall): Promise<Re
   const fail = (status: number, message: string) => providerError(g.codecs, provider, status, message);
 
   const decodedOrError = await decode(g, call);
-  if (decodedOrError instanceof Response) return decodedOrError;
+  if (decodedOrError instanceof Response) {
+    // Refused before any engine saw it, but read and parsed all the same: it costs its size.
+    g.fairShare.charge(call.identity, tokensOfBytes(call.bodyBytes?.byteLength ?? 0));
+    return decodedOrError;
+  }
   const decoded = decodedOrError;
 
   const captureId = newUlid(call.startedAt);
@@ -199,7 +204,7 @@ async function decode(g: Gateway, call: GenerateCall): Promise<DecodedRequest | 
 /** Null when the capture is stored; else the 503 the client must get. */
 async function store(g: Gateway, facts: CaptureFacts): Promise<Response | null> {
   const record = buildCaptureRecord(facts);
-  g.fairShare.charge(facts.identity, tokensOfCall(record));
+  g.fairShare.charge(facts.identity, costOfCall(record, requestBytes(facts)));
   if (record.tito) g.metrics.tito(record.tito);
   try {
     await writeCapture(g.store, record, {

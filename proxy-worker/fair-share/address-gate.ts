@@ -46,7 +46,9 @@ export function addressGate(gate: AddressGate): MiddlewareHandler {
     }
     await next();
     const status = c.res.status;
-    if ((status === 401 || status === 404) && !authenticated.has(request)) gate.limiter.charge(address);
+    // A verified session credential is never charged, whatever the route answered.
+    const credentialed = authenticated.has(request) || gate.knownCredential(request);
+    if ((status === 401 || status === 404) && !credentialed) gate.limiter.charge(address);
   };
 }
 

@@ -32,7 +32,12 @@ export class AddressLimiter {
     return Math.ceil(((1 - bucket.tokens) * MINUTE_MS) / this.perMinute);
   }
 
-  /** One uncredentialed request from this address. */
+  /**
+   * One uncredentialed request from this address. The bucket stops at zero: requests answered
+   * together all passed `waitMs` before any was charged, and a debt of thousands would lock the
+   * address out (its new sessions included) for many minutes; at zero it is free again within
+   * one request's share of a minute.
+   */
   charge(address: string): void {
     const key = addressKey(address);
     let bucket = this.refilled(key);
@@ -41,7 +46,7 @@ export class AddressLimiter {
       bucket = { tokens: this.perMinute, refilledAt: this.clock() };
       this.buckets.set(key, bucket);
     }
-    bucket.tokens -= 1;
+    bucket.tokens = Math.max(0, bucket.tokens - 1);
   }
 
   private refilled(key: string): Bucket | undefined {

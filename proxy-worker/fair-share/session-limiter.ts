@@ -148,3 +148,27 @@ export function tokensOfCall(record: {
   if (record.usage) return record.usage.prompt_tokens + record.usage.completion_tokens;
   return (record.prompt_token_ids?.length ?? 0) + (record.response_token_ids?.length ?? 0);
 }
+
+/**
+ * Bytes of request a token stands for when no engine counted them: about what BPE tokenizers
+ * average on English text and JSON. A request the proxy read, parsed and stored costs that much
+ * whether or not the engine then refused it.
+ */
+export const BYTES_PER_TOKEN = 4;
+
+export function tokensOfBytes(bytes: number): number {
+  return bytes > 0 ? Math.ceil(bytes / BYTES_PER_TOKEN) : 0;
+}
+
+/**
+ * What a stored call takes from its session's bucket. A failed call (the engine refused it, the
+ * upstream broke, no replica) costs at least its request's size: it was read, parsed and captured
+ * all the same, so refused calls cannot be sent without end (issue 41, item 5).
+ */
+export function costOfCall(
+  record: Parameters<typeof tokensOfCall>[0] & { error: unknown },
+  requestBytes: number,
+): number {
+  const tokens = tokensOfCall(record);
+  return record.error === null ? tokens : Math.max(tokens, tokensOfBytes(requestBytes));
+}

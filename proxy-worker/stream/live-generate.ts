@@ -3,6 +3,7 @@ import {
   buildCaptureRecord,
   type CaptureFacts,
   CaptureWriteError,
+  requestBytes,
   stampEngineVersions,
   versionsInAnswer,
   writeCapture,
@@ -11,7 +12,7 @@ import type { ChatRequest } from "../chat/types.ts";
 import type { DecodedRequest, ProviderCodec } from "../codecs/codec.ts";
 import type { Gateway } from "../deps.ts";
 import { clientAskedLogprobs, isObject } from "../engines/engine.ts";
-import { tokensOfCall } from "../fair-share/session-limiter.ts";
+import { costOfCall } from "../fair-share/session-limiter.ts";
 import { providerError } from "../provider-error.ts";
 import {
   DEFAULT_UPSTREAM_TIMEOUT_MS,
@@ -108,7 +109,7 @@ async function stream(
     facts.endedAt = g.clock();
     stampEngineVersions(facts, await g.engineVersions.end(up, call.engineVersionStart));
     const record = buildCaptureRecord(facts);
-    g.fairShare.charge(facts.identity, tokensOfCall(record));
+    g.fairShare.charge(facts.identity, costOfCall(record, requestBytes(facts)));
     try {
       await writeCapture(g.store, record, {
         ...g.captureRetry,

@@ -168,17 +168,20 @@ describe("fair share per session", () => {
     expect(await readCaptures(store, TASK, "tpm")).toHaveLength(1);
   });
 
-  it("token counting and model listing are not limited", async () => {
+  it("token counting and model listing take their turn like model calls (issue 41)", async () => {
     const key = await token("side-calls", { maxInFlight: 1 });
+    const listModels = () => fetch(`${proxy.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
+    const count = () =>
+      post(proxy, "/v1/messages/count_tokens", key, {
+        model: "m",
+        messages: [{ role: "user", content: "hi" }],
+      });
     const stream = await post(proxy, "/v1/chat/completions", key, PROVIDERS[1].body(LONG, true));
-    const models = await fetch(`${proxy.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
-    expect(models.status).toBe(200);
-    const count = await post(proxy, "/v1/messages/count_tokens", key, {
-      model: "m",
-      messages: [{ role: "user", content: "hi" }],
-    });
-    expect(count.status).toBe(200);
+    expect((await listModels()).status).toBe(429);
+    expect((await count()).status).toBe(429);
     await stream.text();
+    expect((await listModels()).status).toBe(200);
+    expect((await count()).status).toBe(200);
   });
 });
 
