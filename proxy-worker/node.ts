@@ -1,7 +1,8 @@
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Server } from "node:net";
 import { serve } from "@hono/node-server";
 import type { Hono } from "hono";
 import { Agent, fetch as undiciFetch } from "undici";
+import { capConnections, defaultConnectionCap } from "../shared/node/connection-cap.ts";
 import { gzipPartsSync } from "../shared/node/gzip-parts.ts";
 import { openStore } from "../shared/node/open-store.ts";
 import type { ObjectStore } from "../shared/store/object-store.ts";
@@ -26,6 +27,8 @@ export interface NodeProxyOptions extends Omit<ProxyDeps, "upstream" | "store"> 
   host?: string;
   /** Default 8787; 0 picks a free port. */
   port?: number;
+  /** Client connections open at once (past it, closed on accept). Default: `defaultConnectionCap()`. */
+  maxConnections?: number;
 }
 
 /** @hono/node-server hands each request's IncomingMessage in as `env.incoming`. */
@@ -52,6 +55,7 @@ export async function startNodeProxy(opts: NodeProxyOptions): Promise<RunningPro
     upstreamConnections,
     host = "127.0.0.1",
     port = 8787,
+    maxConnections = defaultConnectionCap(),
     ...rest
   } = opts;
   const store = typeof opts.store === "string" ? openStore(opts.store) : opts.store;
@@ -129,6 +133,7 @@ export async function startNodeProxy(opts: NodeProxyOptions): Promise<RunningPro
     const s = serve({ fetch: app.fetch, hostname: host, port }, () => resolve(s));
     s.once("error", reject);
   });
+  capConnections(server as Server, maxConnections, rest.log);
   const address = server.address() as AddressInfo;
   const shownHost = host.includes(":") ? `[${host}]` : host;
   return {

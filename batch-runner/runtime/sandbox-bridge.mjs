@@ -5,7 +5,9 @@
 // Usage: node sandbox-bridge.mjs <socket> <port> -- <argv...>
 // Plain JavaScript without dependencies: it must run on whatever node the sandbox sees.
 import { spawn } from "node:child_process";
+import { openSync } from "node:fs";
 import { connect, createServer } from "node:net";
+import { basename, dirname } from "node:path";
 
 const [socketPath, port, sep, ...argv] = process.argv.slice(2);
 if (!socketPath || !port || sep !== "--" || argv.length === 0) {
@@ -13,8 +15,15 @@ if (!socketPath || !port || sep !== "--" || argv.length === 0) {
   process.exit(2);
 }
 
+// sun_path holds 108 bytes: a longer path (a deep sessions dir, a long session id) is reached
+// through an open descriptor of its directory, as socket-bridge.ts binds it on the host.
+const address =
+  Buffer.byteLength(socketPath) <= 107
+    ? socketPath
+    : `/proc/self/fd/${openSync(dirname(socketPath), "r")}/${basename(socketPath)}`;
+
 const server = createServer((client) => {
-  const upstream = connect(socketPath);
+  const upstream = connect(address);
   client.pipe(upstream).pipe(client);
   const close = () => {
     client.destroy();

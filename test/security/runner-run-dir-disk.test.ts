@@ -19,7 +19,7 @@ if (problem) console.warn(`runner-run-dir-disk: skipped: ${problem}`);
 /** Finds the run dir from the bridge's command line (the agent sees it in /proc), then fills it. */
 const RUN_DIR_ATTACK = [
   `RUN=$(for f in /proc/[0-9]*/cmdline; do tr '\\0' '\\n' < "$f" 2>/dev/null; done | grep '/proxy.sock$' | head -1)`,
-  'RUN="${RUN%/proxy.sock}"',
+  'RUN=$(dirname "$RUN")',
   'echo "RUN $RUN"',
   '{ head -c 209715200 /dev/zero >"$RUN/fill"; } 2>&1 | grep -o "Read-only file system" | head -1',
   'i=0; while [ $i -lt 20000 ]; do true 2>/dev/null >"$RUN/f$i" || break; i=$((i+1)); done; echo "FILES $i"',
