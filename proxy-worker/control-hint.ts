@@ -10,5 +10,7 @@ export function mountControlHint(app: Hono): void {
   const hint = () => Response.json({ error: { message: `not found: ${HOW}` } }, { status: 404 });
   app.all("/v1/tasks", hint);
   app.all("/v1/tasks/*", hint);
+  app.all("/v1/replicas", hint);
+  app.all("/v1/policy-version", hint);
   app.get("/openapi.json", hint);
 }

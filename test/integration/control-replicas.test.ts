@@ -268,6 +268,22 @@ describe("a registered replica that reports its own version", () => {
   });
 });
 
+describe("a proxy without the control API", () => {
+  it("answers 404 saying how to turn it on, not a provider error", async () => {
+    const app = createProxyApp({
+      store: new MemoryStore(),
+      upstream: { baseUrl: a.url, fetch },
+      auth: "off",
+      log: () => {},
+    });
+    for (const path of ["/v1/replicas", "/v1/policy-version"]) {
+      const res = await app.request(path, { method: "PUT", body: "{}" });
+      expect(res.status).toBe(404);
+      expect(((await res.json()) as { error: { message: string } }).error.message).toContain("polar serve");
+    }
+  });
+});
+
 describe("a host without runtime state (the Worker)", () => {
   it("answers 501 naming what to use instead", async () => {
     const app = createProxyApp({
