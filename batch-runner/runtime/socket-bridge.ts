@@ -113,7 +113,7 @@ export async function startHostBridge(
     release();
     throw new Error(`the session's proxy bridge cannot listen on ${socketPath}: ${(err as Error).message}`);
   }
-  // An accept that fails later (EMFILE) is an 'error' event: unhandled, it would end the runner.
+  // An error on the listening socket after this point would otherwise be uncaught in the runner.
   server.on("error", () => {});
   return {
     socketPath,
