@@ -236,6 +236,19 @@ describe.skipIf(!lane.ok)("the docker runtime on podman", () => {
     });
   }, 60_000);
 
+  it("reaches the proxy when the socket's path passes a Unix socket address's 108 bytes (issue 41)", async () => {
+    // The longest session id there is: the run dir's socket path is past the limit on any host.
+    await withRuntime(`podman-long-${"x".repeat(128 - 12)}`, {}, async (rt) => {
+      expect(Buffer.byteLength(join(dirname(rt.workDir), "run", "proxy.sock"))).toBeGreaterThan(107);
+      const viaBridge = await rt.exec([
+        "node",
+        "-e",
+        `fetch(${JSON.stringify(`${rt.proxyUrl}/v1/models`)}).then(r=>r.text()).then(t=>console.log(t))`,
+      ]);
+      expect(viaBridge.stdout.trim(), viaBridge.stderr).toBe("proxy-ok /v1/models");
+    });
+  }, 60_000);
+
   it("a container left by a runner killed with SIGKILL is removed by the next runner's reaper", async () => {
     const sessions = join(root, "crashed");
     const docker = join(ROOT, "batch-runner/runtime/docker.ts");
