@@ -82,9 +82,14 @@ function resolve(deps: ProxyDeps): Gateway {
   const policyVersion: PolicyVersionSource =
     pv && typeof pv === "object" ? pv : memoryPolicyVersion(typeof pv === "string" ? pv : null);
   const replicas = withUpstreamLog(deps.replicas ?? new ReplicaSet([deps.upstream], {}, deps.clock), log);
+  const configured = { ...deps.upstream, log: deps.upstream.log ?? log };
   return {
     store: deps.store,
-    upstream: { ...deps.upstream, log: deps.upstream.log ?? log },
+    // Tokenizing and probes ask the configured upstream while it is in the replica set; once the
+    // trainer replaced it (docs/control-api.md), a healthy replica of the same model stands in.
+    get upstream() {
+      return replicas.get(configured.baseUrl) ? configured : (replicas.healthy()[0]?.upstream ?? configured);
+    },
     replicas,
     engine,
     logprobsMode: deps.logprobsMode ?? engine.defaultLogprobsMode,

@@ -161,6 +161,19 @@ describe("registering, replacing and removing replicas at runtime", () => {
     a.resetCounts();
     for (let i = 0; i < 4; i++) expect((await oneCall()).replica).toBe(b.url);
     expect(a.counts.chat_completions).toBe(0);
+    // Token counting asks a replica in the set too, not the configured one that left it.
+    b.resetCounts();
+    const token = await mintSessionToken(
+      { sessionId: "count-session", taskId: "count-task", ttlSeconds: 600 },
+      KEY,
+    );
+    const count = await fetch(`${proxy.url}/v1/messages/count_tokens`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+      body: JSON.stringify({ model: "policy", messages: [{ role: "user", content: "hi" }] }),
+    });
+    expect(count.status).toBe(200);
+    expect([a.counts.tokenize, b.counts.tokenize]).toEqual([0, 1]);
     const last = await control("DELETE", "/v1/replicas", { url: b.url });
     expect(last.status).toBe(409);
     expect(last.body.error.message).toContain(`${b.url} is the only replica`);
