@@ -365,3 +365,47 @@ def test_the_client_checks_replica_and_version_arguments() -> None:
             client.set_policy_version(bad)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="list of URLs"):
         client.replace_replicas("http://127.0.0.1:8000")
+
+
+class _LoadingEngine(http.server.BaseHTTPRequestHandler):
+    """An engine still loading its weights: ``GET /health`` answers 503 until ``ready`` is set."""
+
+    ready = threading.Event()
+    probes = 0
+
+    def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+        type(self).probes += 1
+        self.send_response(200 if self.ready.is_set() else 503)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_register_replica_waits_for_an_engine_still_loading(trainer_engines: dict[str, Any]) -> None:
+    handler = type("Engine", (_LoadingEngine,), {"ready": threading.Event(), "probes": 0})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    naps: list[float] = []
+
+    def nap(seconds: float) -> None:
+        naps.append(seconds)
+        if len(naps) == 2:
+            handler.ready.set()  # the weights finished loading while the trainer waited
+
+    client = ControlClient(trainer_engines["proxy_url"], trainer_engines["token"], sleep=nap)
+    try:
+        with pytest.raises(ControlApiError) as err:
+            client.register_replica(url)  # no wait: refused at once
+        assert err.value.status == 422 and "answered 503" in err.value.message
+        assert client.register_replica(url, wait_s=60, poll_s=0.1)["added"] == [url]
+        assert naps == [0.1, 0.1]
+        # Other refusals are not waited on.
+        with pytest.raises(ControlApiError) as err:
+            client.register_replica("ftp://127.0.0.1:1", wait_s=60)
+        assert err.value.status == 400 and len(naps) == 2
+    finally:
+        client.remove_replica(url)
+        server.shutdown()
+        server.server_close()

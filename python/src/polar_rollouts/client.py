@@ -122,18 +122,22 @@ class ControlClient:
         replicas the proxy routes model calls to."""
         return list(self._call("GET", "/v1/replicas")["replicas"])
 
-    def register_replica(self, url: str) -> dict[str, Any]:
+    def register_replica(self, url: str, *, wait_s: float = 0.0, poll_s: float = 1.0) -> dict[str, Any]:
         """POST /v1/replicas: the proxy routes to ``url`` (an engine's base URL) from the next call
         on, once its ``GET /health`` answers; an unreachable one raises ControlApiError 422 naming
-        it. Registering one already in the set changes nothing. Answers ``{replicas, added, removed}``."""
-        return self._call("POST", "/v1/replicas", {"url": url})
+        it. Registering one already in the set changes nothing. Answers ``{replicas, added, removed}``.
+        ``wait_s``: keep asking that long while the engine is still loading (422)."""
+        return self._until_reachable("POST", {"url": url}, wait_s, poll_s)
 
-    def replace_replicas(self, urls: Sequence[str]) -> dict[str, Any]:
+    def replace_replicas(
+        self, urls: Sequence[str], *, wait_s: float = 0.0, poll_s: float = 1.0
+    ) -> dict[str, Any]:
         """PUT /v1/replicas: the set becomes exactly ``urls`` (all or nothing: every new one must
-        answer ``GET /health``); replicas kept keep their sessions. ``{replicas, added, removed}``."""
+        answer ``GET /health``); replicas kept keep their sessions. ``{replicas, added, removed}``.
+        ``wait_s`` as for ``register_replica``."""
         if isinstance(urls, str):
             raise TypeError("replace_replicas takes a list of URLs, not one URL")
-        return self._call("PUT", "/v1/replicas", {"urls": list(urls)})
+        return self._until_reachable("PUT", {"urls": list(urls)}, wait_s, poll_s)
 
     def remove_replica(self, url: str) -> dict[str, Any]:
         """DELETE /v1/replicas: no new call goes to ``url`` (calls already there finish). The last
@@ -218,6 +222,20 @@ class ControlClient:
         return self.shard(submitted["task_id"])
 
     # -- plumbing -----------------------------------------------------------------------------
+
+    def _until_reachable(
+        self, method: str, body: Mapping[str, Any], wait_s: float, poll_s: float
+    ) -> dict[str, Any]:
+        """An engine the trainer just launched answers /health only once its weights are loaded:
+        a 422 (unreachable) is asked again until ``wait_s`` has passed; other errors raise at once."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                return self._call(method, "/v1/replicas", body)
+            except ControlApiError as err:
+                if err.status != 422 or time.monotonic() >= deadline:
+                    raise
+            self._sleep(poll_s)
 
     def _call(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> dict[str, Any]:
         data = None if body is None else json.dumps(body).encode()
