@@ -1,53 +1,88 @@
-"""``python -m polar_rollouts.nemo_gym --control URL --control-token T --task-template FILE``."""
+"""``python -m polar_rollouts.nemo_gym --control URL --task-template FILE`` (tokens from the environment)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import secrets
 import sys
 import time
 from collections.abc import Sequence
 
 from ..client import ControlClient
+from .rows import DEFAULT_ROW_FIELDS, parse_row_fields
 from .server import PolarAgent, make_server
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="polar-nemo-gym",
-        description="Serve Polar as a NeMo Gym agent: each /run row becomes one Polar session.",
+        description="Serve Polar as a NeMo Gym agent: the repeats of each /run row become one Polar task.",
     )
     parser.add_argument("--control", required=True, help="the Polar proxy with the control API (polar serve prints it)")
     parser.add_argument("--control-token", default=os.environ.get("POLAR_CONTROL_TOKEN"), help="default: $POLAR_CONTROL_TOKEN")
     parser.add_argument(
+        "--agent-token",
+        default=os.environ.get("POLAR_NEMO_GYM_TOKEN"),
+        help="the credential /run and the config route require (default: $POLAR_NEMO_GYM_TOKEN, else a random one, printed)",
+    )
+    parser.add_argument(
         "--task-template",
-        help="a JSON file of TaskRequest fields every row's task starts from (agent, evaluator, timeout_seconds, ...); "
-        "a row's `polar_task` object is merged over it",
+        help="a JSON file of TaskRequest fields every row's task starts from (agent, evaluator, timeout_seconds, ...)",
+    )
+    parser.add_argument(
+        "--row-fields",
+        default=",".join(DEFAULT_ROW_FIELDS),
+        help="the TaskRequest fields a row's `polar_task` may set over the template, dotted and comma-separated "
+        f"(default {','.join(DEFAULT_ROW_FIELDS)}); a row setting any other is refused with its name",
+    )
+    parser.add_argument(
+        "--group-size",
+        type=int,
+        default=0,
+        help="repeats per row the trainer sends (num_repeats / num_generations): a group is submitted as soon as it "
+        "has them; 0 = unknown, submit after --gather-seconds without a new repeat",
+    )
+    parser.add_argument(
+        "--gather-seconds", type=float, default=2.0, help="how long a row's group waits for another repeat (default 2)"
     )
     parser.add_argument("--name", default="polar_agent", help="the agent name rows use (+agent_name=NAME)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0: any free port (printed)")
-    parser.add_argument(
-        "--run-id",
-        default=time.strftime("ng%Y%m%d%H%M%S"),
-        help="prefix of every task id; a /run re-sent with the same run id waits for the same session",
-    )
+    parser.add_argument("--run-id", default=time.strftime("ng%Y%m%d%H%M%S"), help="prefix of every task id")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds a /run waits for its session")
     args = parser.parse_args(argv)
     if not args.control_token:
         parser.error("--control-token (or $POLAR_CONTROL_TOKEN) is required")
+    try:
+        row_fields = parse_row_fields(args.row_fields)
+    except ValueError as err:
+        parser.error(str(err))
+    if args.group_size < 0 or args.gather_seconds <= 0:
+        parser.error("--group-size must be >= 0 and --gather-seconds > 0")
     template = {}
     if args.task_template:
         with open(args.task_template, encoding="utf-8") as f:
             template = json.load(f)
         if not isinstance(template, dict):
             parser.error(f"--task-template {args.task_template}: must hold a JSON object of TaskRequest fields")
-    agent = PolarAgent(ControlClient(args.control, args.control_token), template, args.run_id, timeout_s=args.timeout)
-    server = make_server(agent, args.host, args.port, args.name)
+    token = args.agent_token or secrets.token_hex(16)
+    agent = PolarAgent(
+        ControlClient(args.control, args.control_token),
+        template,
+        args.run_id,
+        timeout_s=args.timeout,
+        row_fields=row_fields,
+        gather_s=args.gather_seconds,
+        group_size=args.group_size,
+    )
+    server = make_server(agent, args.host, args.port, args.name, token)
     host, port = str(server.server_address[0]), int(server.server_address[1])
     # The line a script or test waits for; the head_server NeMo Gym is pointed at.
     print(f"polar nemo_gym agent {args.name} at http://{host}:{port} (run id {args.run_id})", flush=True)
+    if not args.agent_token:
+        print(f"agent token {token}: \"+head_server={{host:'polar:{token}@{host}',port:{port}}}\"", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

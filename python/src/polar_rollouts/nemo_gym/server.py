@@ -1,12 +1,17 @@
 """Polar as a NeMo Gym agent server: the routes NeMo Gym's rollout collection calls.
 
 - ``GET /global_config_dict_yaml``: the config a NeMo Gym head server serves, naming this server,
-  so ``ng_collect_rollouts "+head_server={host:H,port:P}" +agent_name=NAME`` finds it without
-  ``ng_run`` (collection resolves ``cfg[NAME]`` → first server → host and port).
-- ``POST /run``: one row → one Polar session (rows.py), submitted through the control API, waited
-  for, and answered as ``BaseVerifyResponse`` (response.py).
-- ``POST /aggregate_metrics``: the mean reward, in NeMo Gym's ``AggregateMetrics`` shape.
-- ``GET /``: liveness (what ``ng_run`` polls for a server it started).
+  so ``ng_collect_rollouts "+head_server={host:'polar:T@H',port:P}" +agent_name=NAME`` finds it
+  without ``ng_run`` (collection resolves ``cfg[NAME]`` → first server → host and port).
+- ``POST /run``: one row → one sample of the Polar task its repeats share (rows.py, gather.py),
+  submitted through the control API, waited for, answered as ``BaseVerifyResponse`` (response.py).
+- ``POST /aggregate_metrics``: the mean reward of the rollouts that have one, failures apart.
+- ``GET /``: liveness (what ``ng_run`` polls for a server it started), the only open route.
+
+Every other route needs the agent token (``Authorization: Bearer T``, or HTTP Basic with T as
+user or password: NeMo Gym's clients send no header of their own, but both of them, requests and
+aiohttp, turn a URL's ``user:password@`` into Basic auth, so the host is written
+``polar:T@127.0.0.1``; requests ignores a user without a password).
 
 Standard library only: ``ThreadingHTTPServer`` gives each ``/run`` a thread, and the control
 client is blocking, so ``+num_samples_in_parallel`` rows run at once.
@@ -14,91 +19,147 @@ client is blocking, so ``+num_samples_in_parallel`` rows run at once.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hmac
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from concurrent.futures import TimeoutError as FutureTimeout
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from ..client import ControlApiError, ControlClient, TaskFailed
 from ..results import SessionResult
+from .gather import Gatherer
 from .response import verify_response
-from .rows import RowError, task_for_row
+from .rows import DEFAULT_ROW_FIELDS, RowError, repeat_key, row_identity, task_for_row
 
 # A row is a prompt and some task fields; anything bigger is not a row.
 MAX_BODY_BYTES = 64 << 20
 
 
 class PolarAgent:
-    """What ``/run`` does, apart from HTTP: submit, wait, read the session's result."""
+    """What ``/run`` does, apart from HTTP: gather the row's repeats into one task, wait for this
+    repeat's session, answer with its result."""
 
     def __init__(
-        self, client: ControlClient, template: Mapping[str, Any], run_id: str, *, timeout_s: float, poll_s: float = 0.5
+        self,
+        client: ControlClient,
+        template: Mapping[str, Any],
+        run_id: str,
+        *,
+        timeout_s: float,
+        poll_s: float = 0.5,
+        row_fields: tuple[str, ...] = DEFAULT_ROW_FIELDS,
+        gather_s: float = 2.0,
+        group_size: int = 0,
     ) -> None:
         self.client = client
         self.template = template
-        self.run_id = run_id
         self.timeout_s = timeout_s
         self.poll_s = poll_s
+        self.row_fields = row_fields
+        self.gatherer = Gatherer(self._drive, run_id, gather_s=gather_s, group_size=group_size)
 
     def run(self, row: Mapping[str, Any]) -> dict[str, Any]:
-        task = task_for_row(row, self.template, self.run_id)
-        submitted = self.client.submit(task)
-        result = self._result(submitted["task_id"])
-        return verify_response(row, result, model=str(task.get("agent", {}).get("model", "policy")))
+        base, task = task_for_row(row, self.template, self.row_fields)
+        task_id, sample, size, result = self.gatherer.run(
+            row_identity(row), base, task, repeat_key(row), timeout_s=self.timeout_s + 60
+        )
+        answer = verify_response(row, result, model=str(task.get("agent", {}).get("model", "policy")))
+        answer["polar"].update(group_id=task_id, sample_index=sample, group_size=size)
+        return answer
 
-    def _result(self, task_id: str) -> SessionResult:
-        for result in self.client.stream_results(task_id, timeout_s=self.timeout_s, poll_s=self.poll_s):
-            return result
-        raise TaskFailed(f"task {task_id}: completed without a session result")
+    def _drive(self, task: dict[str, Any]) -> Iterator[SessionResult]:
+        submitted = self.client.submit(task)
+        yield from self.client.stream_results(submitted["task_id"], timeout_s=self.timeout_s, poll_s=self.poll_s)
 
 
 def aggregate_metrics(body: Mapping[str, Any]) -> dict[str, Any]:
-    rows = body.get("verify_responses") or []
-    rewards = [float(r["reward"]) for r in rows if isinstance(r, Mapping) and r.get("reward") is not None]
-    metrics = {"mean/reward": sum(rewards) / len(rewards) if rewards else None, "num_rollouts": len(rows)}
+    """NeMo Gym's ``AggregateMetrics``. A failed rollout's reward is a placeholder, so the mean is
+    over the rollouts that have a real one and failures are counted apart."""
+    rows = [r for r in body.get("verify_responses") or [] if isinstance(r, Mapping)]
+    ok = [r for r in rows if r.get("_ng_failure_class") is None and r.get("reward") is not None]
+    rewards = [float(r["reward"]) for r in ok]
+    metrics = {
+        "mean/reward": sum(rewards) / len(rewards) if rewards else None,
+        "num_rollouts": len(rows),
+        "num_rewarded": len(ok),
+        "num_failed": len(rows) - len(ok),
+    }
     return {"agent_metrics": metrics, "key_metrics": metrics, "group_level_metrics": []}
 
 
-def make_server(agent: PolarAgent, host: str, port: int, name: str) -> ThreadingHTTPServer:
+def make_server(agent: PolarAgent, host: str, port: int, name: str, token: str) -> ThreadingHTTPServer:
+    if not token:
+        raise ValueError("the agent token is required: every route that starts work checks it")
+
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
         def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+            if self.path == "/":
+                self._send(200, {"polar": "nemo_gym agent", "name": name})
+                return
+            if not self._authorized():
+                return
             if self.path == "/global_config_dict_yaml":
-                me = {"host": host, "port": self.server.server_port}  # type: ignore[attr-defined]
+                # The credential travels in the host, so only a caller that presented it gets it back.
+                me = {"host": f"polar:{token}@{host}", "port": self.server.server_port}  # type: ignore[attr-defined]
                 config = {"head_server": me, name: {"responses_api_agents": {name: me}}}
                 # NeMo Gym json.loads this body, then reads it as YAML: a JSON string of JSON is both.
                 self._send(200, json.dumps(config))
-            elif self.path == "/":
-                self._send(200, {"polar": "nemo_gym agent", "name": name})
             else:
                 self._send(404, {"error": {"message": f"no route GET {self.path}"}})
 
         def do_POST(self) -> None:  # noqa: N802
+            if not self._authorized():
+                return
             body = self._body()
             if body is None:
                 return
             if self.path == "/run":
-                try:
-                    self._send(200, agent.run(body))
-                except RowError as err:
-                    self._send(400, {"error": {"message": str(err)}})
-                except ControlApiError as err:
-                    # A 400 names the TaskRequest field at fault (the row or the template is wrong);
-                    # a 409, a task id already used for another request (a --run-id reused).
-                    self._send(err.status if err.status in (400, 409) else 502, {"error": {"message": str(err)}})
-                except TaskFailed as err:
-                    self._send(504, {"error": {"message": str(err)}})
+                self._run(body)
             elif self.path == "/aggregate_metrics":
                 self._send(200, aggregate_metrics(body))
             else:
                 self._send(404, {"error": {"message": f"no route POST {self.path}"}})
 
+        def _run(self, body: dict[str, Any]) -> None:
+            try:
+                self._send(200, agent.run(body))
+            except RowError as err:
+                self._send(400, {"error": {"message": str(err)}})
+            except ControlApiError as err:
+                # A 400 names the TaskRequest field at fault (the row or the template is wrong); any
+                # other failure (a wrong control token: 401) is the gateway's, with the reason.
+                self._send(400 if err.status == 400 else 502, {"error": {"message": str(err)}})
+            except (TaskFailed, FutureTimeout) as err:
+                self._send(504, {"error": {"message": str(err) or "the session did not finish in time"}})
+
+        def _authorized(self) -> bool:
+            if _presented(self.headers.get("authorization") or "", token):
+                return True
+            self._refuse(401, "missing or wrong agent token (Authorization: Bearer T, or the host written polar:T@HOST)")
+            return False
+
         def _body(self) -> dict[str, Any] | None:
-            length = int(self.headers.get("content-length") or 0)
+            # Refused before any byte is read: a missing, negative or oversized length would have
+            # the server read to EOF or hold the body in memory.
+            if self.headers.get("transfer-encoding"):
+                self._refuse(411, "a body with Content-Length is required (no Transfer-Encoding)")
+                return None
+            given = self.headers.get("content-length")
+            if given is None:
+                self._refuse(411, "Content-Length is required")
+                return None
+            if not given.strip().isdigit():
+                self._refuse(400, f"Content-Length {given[:40]!r} is not a non-negative integer")
+                return None
+            length = int(given)
             if length > MAX_BODY_BYTES:
-                self._send(413, {"error": {"message": f"body over {MAX_BODY_BYTES} bytes"}})
+                self._refuse(413, f"body of {length} bytes is over {MAX_BODY_BYTES}")
                 return None
             try:
                 doc = json.loads(self.rfile.read(length))
@@ -110,11 +171,21 @@ def make_server(agent: PolarAgent, host: str, port: int, name: str) -> Threading
                 return None
             return doc
 
-        def _send(self, status: int, doc: Any) -> None:
+        def _refuse(self, status: int, message: str) -> None:
+            # The body (if any) was not read: the connection cannot carry another request.
+            self.close_connection = True
+            self._send(status, {"error": {"message": message}}, close=True)
+
+        def _send(self, status: int, doc: Any, *, close: bool = False) -> None:
             data = json.dumps(doc).encode()
-            self.send_response(status)
+            message = doc.get("error", {}).get("message") if isinstance(doc, dict) else None
+            # The reason phrase carries the reason: NeMo Gym's and TRL's clients print it
+            # (aiohttp's ClientResponseError) and nothing prints the body.
+            self.send_response(status, _reason(message) if message else None)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))
+            if close:
+                self.send_header("connection", "close")
             self.end_headers()
             self.wfile.write(data)
 
@@ -125,3 +196,21 @@ def make_server(agent: PolarAgent, host: str, port: int, name: str) -> Threading
     server.daemon_threads = True
     return server
 
+
+def _presented(header: str, token: str) -> bool:
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() == "bearer":
+        return hmac.compare_digest(value.strip().encode(), token.encode())
+    if scheme.lower() == "basic":
+        try:
+            user, _, password = base64.b64decode(value.strip(), validate=True).decode().partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            return False
+        return hmac.compare_digest(user.encode(), token.encode()) or hmac.compare_digest(password.encode(), token.encode())
+    return False
+
+
+def _reason(message: str) -> str:
+    """One header-safe line (an HTTP reason phrase is latin-1 text without line breaks)."""
+    line = " ".join(message.split())[:300]
+    return line.encode("latin-1", "replace").decode("latin-1")

@@ -1,0 +1,130 @@
+"""Repeats of one row, sent as separate ``/run`` calls, gathered into one Polar task.
+
+A trainer's group (NeMo Gym's ``+num_repeats``, TRL's ``num_generations``, NeMo RL's
+``num_generations_per_prompt``) arrives as N ``/run`` calls with the same row, differing only in
+``_ng_rollout_index`` or ``_rowidx``. They become one task with ``num_samples`` N, so Polar's
+group (its group id, its per-sample behaviour, its group shard) is the trainer's group.
+
+How a group forms: the first ``/run`` of a row opens it; every ``/run`` of the same row joins
+until the group has ``group_size`` members (when the operator gives it) or ``gather_s`` seconds
+pass without a new one; then one task is submitted and each member waits for its own session.
+A ``/run`` of the same row after that starts a new group (a new step's sample, never an old
+session); one carrying the repeat key of a member still waiting is a re-send (NeMo Gym re-sends
+after a dropped connection) and waits for that member's session.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Hashable, Iterator
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..client import TaskFailed
+from ..results import SessionResult
+
+# submit(task) -> the group's session results as they land (ControlClient.submit + stream_results).
+Drive = Callable[[dict[str, Any]], Iterator[SessionResult]]
+
+
+@dataclass
+class _Member:
+    sample_index: int
+    answer: Future[SessionResult] = field(default_factory=Future)
+
+
+@dataclass
+class _Group:
+    task_id: str
+    last_join: float
+    members: list[_Member] = field(default_factory=list)
+    closed: bool = False
+
+
+class Gatherer:
+    def __init__(
+        self,
+        drive: Drive,
+        run_id: str,
+        *,
+        gather_s: float = 2.0,
+        group_size: int = 0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._drive = drive
+        self._run_id = run_id
+        self._gather_s = gather_s
+        self._group_size = group_size
+        self._clock = clock
+        self._lock = threading.Condition()
+        self._open: dict[str, _Group] = {}
+        self._waiting: dict[tuple[str, Hashable], tuple[_Group, _Member]] = {}
+        self._seq: dict[str, int] = {}
+
+    def run(
+        self, identity: str, base: str, task: dict[str, Any], repeat: Hashable | None, *, timeout_s: float
+    ) -> tuple[str, int, int, SessionResult]:
+        """``(task_id, sample_index, group size, result)`` of this /run's session."""
+        leader = False
+        with self._lock:
+            found = self._waiting.get((identity, repeat)) if repeat is not None else None
+            if found is not None:
+                group, member = found
+            else:
+                opened = self._open.get(identity)
+                if opened is None:
+                    seq = self._seq.get(base, 0)
+                    self._seq[base] = seq + 1
+                    opened = _Group(f"{self._run_id}.{base}.g{seq}", self._clock())
+                    self._open[identity] = opened
+                    leader = True
+                group = opened
+                member = _Member(len(group.members))
+                group.members.append(member)
+                group.last_join = self._clock()
+                if repeat is not None:
+                    self._waiting[(identity, repeat)] = (group, member)
+                if self._group_size and len(group.members) >= self._group_size:
+                    self._close(identity, group)
+                self._lock.notify_all()
+        try:
+            if leader:
+                self._wait_closed(identity, group)
+                threading.Thread(target=self._run_group, args=(group, task), daemon=True).start()
+            result = member.answer.result(timeout=timeout_s)
+            return group.task_id, member.sample_index, len(group.members), result
+        finally:
+            with self._lock:
+                if repeat is not None and self._waiting.get((identity, repeat), (None, None))[1] is member:
+                    del self._waiting[(identity, repeat)]
+
+    def _close(self, identity: str, group: _Group) -> None:
+        group.closed = True
+        if self._open.get(identity) is group:
+            del self._open[identity]
+
+    def _wait_closed(self, identity: str, group: _Group) -> None:
+        with self._lock:
+            while not group.closed:
+                left = group.last_join + self._gather_s - self._clock()
+                if left <= 0:
+                    self._close(identity, group)
+                    break
+                self._lock.wait(left)
+
+    def _run_group(self, group: _Group, task: dict[str, Any]) -> None:
+        members = {m.sample_index: m for m in group.members}
+        try:
+            for result in self._drive({**task, "task_id": group.task_id, "num_samples": len(members)}):
+                member = members.get(result.sample_index)
+                if member is not None and not member.answer.done():
+                    member.answer.set_result(result)
+            missing = [i for i, m in members.items() if not m.answer.done()]
+            if missing:
+                raise TaskFailed(f"task {group.task_id}: no session result for samples {missing}")
+        except BaseException as err:  # every member's /run must end, with the reason
+            for member in members.values():
+                if not member.answer.done():
+                    member.answer.set_exception(err)
