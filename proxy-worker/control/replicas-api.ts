@@ -40,18 +40,16 @@ export function mountReplicaRoutes(app: OpenAPIHono, state: RuntimeState | null,
     if (!state) return c.json(noRuntimeState(), 501);
     const { urls } = c.req.valid("json");
     const set = state.replicas;
+    const ids = urls.map(replicaId);
+    const dup = ids.find((id, i) => ids.indexOf(id) !== i);
+    if (dup) return c.json(errorBody(`urls: replica ${dup} is listed twice`), 400);
     const failed = await unreachable(
       set,
       urls.filter((u) => !set.get(u)),
     );
     if (failed) return c.json(errorBody(failed), 422);
-    try {
-      const { added, removed } = set.replace(urls);
-      return c.json({ replicas: listed(set, clock), added: ids(added), removed: ids(removed) }, 200);
-    } catch (err) {
-      if (err instanceof ReplicaSetError) return c.json(errorBody(err.message), 400);
-      throw err;
-    }
+    const { added, removed } = set.replace(urls);
+    return c.json({ replicas: listed(set, clock), added: idsOf(added), removed: idsOf(removed) }, 200);
   });
 
   app.openapi(removeReplicaRoute, (c) => {
@@ -92,6 +90,6 @@ function listed(set: ReplicaSet, clock: () => number) {
   }));
 }
 
-function ids(replicas: Replica[]): string[] {
+function idsOf(replicas: Replica[]): string[] {
   return replicas.map((r) => r.id);
 }
