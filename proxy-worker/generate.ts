@@ -111,6 +111,7 @@ export async function handleGenerate(g: Gateway, call: GenerateCall): Promise<Re
     const engineVersionStart = await g.engineVersions.read(lease.replica.upstream);
     const liveCall = {
       engineVersionStart,
+      proxyVersionNow: () => pinnedVersion ?? g.policyVersion.get(),
       codec,
       decoded,
       chatRequest,

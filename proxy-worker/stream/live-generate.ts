@@ -44,9 +44,13 @@ export interface LiveCall {
   noteMissingIds(facts: CaptureFacts): void;
   /** The engine's weight version read before the stream started (engines/weight-version.ts), if it reports one. */
   engineVersionStart: string | null;
+  /** The proxy's policy version now (pinned by the call's header, else the current one). */
+  proxyVersionNow(): string | null;
 }
 
 const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" };
+/** A backlog the client left waiting goes out in writes of about this many characters. */
+const WRITE_CHARS = 64 * 1024;
 
 /**
  * A client stream answered as the engine samples it. The engine is called with `stream: true` and
@@ -55,6 +59,11 @@ const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache
  * chunks and stored before the provider's terminal event; if the store fails the stream ends with the
  * provider's error event instead. A client that goes away aborts the upstream call (freeing the
  * engine's slot) and leaves an `aborted` capture of what was generated so far.
+ *
+ * The engine is read at its own pace whatever the client does: a client slower than the engine
+ * leaves the chunks' deltas waiting (the text and logprobs the capture holds anyway), encoded when
+ * it reads again. So the answer's end is seen when the engine finishes, and the version it ended
+ * under is read then, not when the client gets round to the last frame (issue 41, item 16).
  */
 export async function streamLive(
   g: Gateway,
@@ -107,6 +116,7 @@ async function stream(
   /** Stores the capture; on a store failure returns the reason instead of throwing. */
   const store = async (): Promise<string | null> => {
     facts.endedAt = g.clock();
+    facts.policyVersionEnd = call.proxyVersionNow();
     stampEngineVersions(facts, await g.engineVersions.end(up, call.engineVersionStart));
     const record = buildCaptureRecord(facts);
     g.fairShare.charge(facts.identity, costOfCall(record, requestBytes(facts)));
@@ -204,32 +214,79 @@ async function stream(
     stampEngineVersions(facts, versionsInAnswer(reading));
     return reading;
   };
-  // Frames not yet written: each write to the client costs a syscall and a pass through the HTTP
-  // stack, and an engine sends a chunk per token, so frames made within `flushMs` of the last write
-  // wait for a timer and go out together (docs/proxy.md). Reading goes on meanwhile, so the end of
-  // the answer is never held: `end` writes whatever is pending at once.
-  let pending: string[] = [];
+  // What the client has not been sent yet, in order: one entry per engine chunk (its deltas) and
+  // the closing frames, encoded only when written. Each write to the client costs a syscall and a
+  // pass through the HTTP stack, and an engine sends a chunk per token, so what comes within
+  // `flushMs` of the last write waits for a timer and goes out together (docs/proxy.md). A client
+  // that does not read leaves the backlog here, never the engine waiting.
+  let backlog: (() => string[])[] = [];
+  /** Entries of `backlog` already written. */
+  let written = 0;
+  /** The closing frames are in the backlog: the client's stream closes once they are written. */
+  let closing = false;
+  let closed = false;
+  /** An enqueue may call `pull` (and so `drain`) before it returns: one drain at a time. */
+  let draining = false;
   let lastFlush = Number.NEGATIVE_INFINITY;
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const send = (c: ReadableStreamDefaultController<Uint8Array>, frames: string[]) => {
+  const waiting = () => backlog.length - written;
+  /** Writes the backlog while the client takes it, in writes of about WRITE_CHARS. */
+  const drain = (c: ReadableStreamDefaultController<Uint8Array>) => {
     clearTimeout(timer);
     timer = undefined;
-    for (const f of frames) pending.push(f);
-    if (pending.length === 0) return;
-    c.enqueue(utf8.encode(pending.length === 1 ? pending[0] : pending.join("")));
-    pending = [];
-    lastFlush = performance.now();
-    // A client slower than the engine: stop reading the engine until it reads again (`pull`).
-    if ((c.desiredSize ?? 1) <= 0) answer.pause();
+    if (closed || draining) return;
+    draining = true;
+    try {
+      while (waiting() > 0 && (c.desiredSize ?? 1) > 0) {
+        const frames: string[] = [];
+        let chars = 0;
+        while (waiting() > 0 && chars < WRITE_CHARS) {
+          for (const f of backlog[written++]()) {
+            frames.push(f);
+            chars += f.length;
+          }
+        }
+        lastFlush = performance.now();
+        if (frames.length > 0) c.enqueue(utf8.encode(frames.length === 1 ? frames[0] : frames.join("")));
+      }
+    } catch (err) {
+      // An encoder that throws (a codec bug) ends the client's stream; the engine's answer is
+      // still captured, as aborted with the error, if it has not ended yet.
+      closed = true;
+      g.log(
+        `capture ${facts.captureId}: the ${facts.provider} stream encoder threw: ${(err as Error).stack ?? err}`,
+      );
+      c.error(err);
+      if (phase === "streaming")
+        finishWith({ kind: "break", status: 500, message: "the proxy could not encode the answer" });
+      return;
+    } finally {
+      draining = false;
+    }
+    // What was written is let go (the capture keeps its own copy of the answer).
+    if (written === backlog.length || written > 4096) {
+      backlog = backlog.slice(written);
+      written = 0;
+    }
+    if (closing && waiting() === 0) {
+      closed = true;
+      c.close();
+    }
   };
-  /** Writes the pending frames now if the interval is over, else makes sure a timer will. */
+  /** Writes now if the interval is over, else makes sure a timer will. */
   const flushSoon = (c: ReadableStreamDefaultController<Uint8Array>) => {
     const wait = lastFlush + flushMs - performance.now();
-    if (wait <= 0) return send(c, []);
+    if (wait <= 0) return drain(c);
     timer ??= setTimeout(() => {
       timer = undefined;
-      if (phase === "streaming" && !abort.signal.aborted) send(c, []);
+      if (!abort.signal.aborted) drain(c);
     }, wait);
+  };
+  /** The last frames: written after everything before them, then the client's stream closes. */
+  const close = (c: ReadableStreamDefaultController<Uint8Array>, last: () => string[]) => {
+    backlog.push(last);
+    closing = true;
+    drain(c);
   };
   /** The upstream broke mid-answer: store what came (aborted, with the error), then the provider's error event. */
   const breakOff = async (
@@ -242,8 +299,7 @@ async function stream(
     facts.streamStatus = "aborted";
     await store();
     release("ok");
-    send(c, encoder.error(status, message));
-    c.close();
+    close(c, () => encoder.error(status, message));
   };
   const end = async (c: ReadableStreamDefaultController<Uint8Array>) => {
     release("ok");
@@ -256,15 +312,15 @@ async function stream(
       );
     }
     call.noteMissingIds(facts);
-    send(c, encoder.finish(reading.forClient));
+    backlog.push(() => encoder.finish(reading.forClient));
+    // The engine has just finished: the capture (and the version it ended under) is taken now,
+    // however much of the answer the client has read.
     const lost = await store();
-    send(
-      c,
+    close(c, () =>
       lost === null
         ? encoder.terminal()
         : encoder.error(503, "the proxy could not store this call's capture, so the answer is void (retry)"),
     );
-    c.close();
   };
   const run = (c: ReadableStreamDefaultController<Uint8Array>, ending: Ending) => {
     const done = ending.kind === "end" ? end(c) : breakOff(c, ending.status, ending.message);
@@ -300,12 +356,14 @@ async function stream(
       return finishWith({ kind: "break", status: 502, message });
     }
     const deltas = acc.push(chunk);
-    if (phase === "head") {
-      // The first chunk names the answer and carries the prompt ids: the encoder's head comes from it.
-      for (const f of encoder.start(acc.head())) pending.push(f);
-    }
-    for (const d of deltas) for (const f of encoder.delta(d)) pending.push(f);
-    if (encoder.release) for (const f of encoder.release()) pending.push(f);
+    // The first chunk names the answer and carries the prompt ids: the encoder's head comes from it.
+    const head = phase === "head" ? acc.head() : null;
+    backlog.push(() => {
+      const frames = head ? encoder.start(head) : [];
+      for (const d of deltas) for (const f of encoder.delta(d)) frames.push(f);
+      if (encoder.release) for (const f of encoder.release()) frames.push(f);
+      return frames;
+    });
     if (phase === "head") {
       phase = "streaming";
       opened(null);
@@ -324,7 +382,7 @@ async function stream(
       try {
         parser.push(text);
         // Decided once per read, after all the events it brought.
-        if (phase === "streaming" && ctl && pending.length > 0) flushSoon(ctl);
+        if (phase === "streaming" && ctl && waiting() > 0) flushSoon(ctl);
       } catch (err) {
         broke(err);
       }
@@ -352,15 +410,17 @@ async function stream(
     start(c) {
       ctl = c;
       // The first frames go out at once: the interval never delays the first byte.
-      send(c, []);
+      drain(c);
       if (deferred) run(c, deferred);
     },
-    pull() {
-      answer.resume();
+    pull(c) {
+      // The client read: what waited for it goes out now.
+      if (waiting() > 0) drain(c);
     },
     async cancel() {
       abort.abort();
       clearTimeout(timer);
+      closed = true;
       release("ok");
       if (phase === "over") return;
       phase = "over";
