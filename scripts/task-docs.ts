@@ -153,6 +153,14 @@ export const TABLES: Record<string, { schema: z.ZodType; fields: Record<string, 
         "What of the agent's work dir the judge gets (regular files and dirs; symlinks left behind).",
         '`["answer.txt"]`',
       ],
+      outputs_denied: [
+        "Globs of output files never copied to the judge: test-runner config, package scripts, Python startup files (docs/evaluation-and-sft.md). `[]` copies them.",
+        '`["**/conftest.py"]`',
+      ],
+      outputs_replace: [
+        "Globs of output files that may replace, or be added into, what the judge's prepare steps built; a declared output path may by itself.",
+        '`["src/**"]`',
+      ],
       trust_agent_runtime: [
         "Run `command` in the agent's own runtime: the agent can then sway the check (docs/security.md).",
         "`true`",
@@ -221,6 +229,11 @@ export const TABLES: Record<string, { schema: z.ZodType; fields: Record<string, 
       ],
       workdir: ["The task image's WORKDIR: in the tests it becomes the judge's work dir.", '`"/app"`'],
       outputs: ["What of the agent's work dir the judge gets (as for `test_on_output`).", '`["."]`'],
+      outputs_denied: ["Output files never copied to the judge (as for `test_on_output`).", "`[]`"],
+      outputs_replace: [
+        "Output files that may replace what the judge's prepare steps built (as for `test_on_output`).",
+        '`["src/**"]`',
+      ],
       env: ["Environment for `test.sh` (task.toml's `[verifier.env]`).", '`{"MODE": "strict"}`'],
       timeout_seconds: ["Budget for `test.sh` (task.toml's `verifier.timeout_sec`).", "`600`"],
       reward_key: [

@@ -15,8 +15,9 @@ import { judgeEnv } from "./judge-env.ts";
  * a fresh runtime holding only the agent's `outputs`: the tests go to `$HOME/harbor/tests` and the
  * verifier's dir to `$HOME/harbor/logs/verifier` (outside the work dir, so nothing the agent left
  * there lies on their path), the tests' `/tests`, `/logs` and WORKDIR paths are rewritten to those
- * dirs, and `bash test.sh` runs in the work dir. Its reward.json / reward.txt is the reward; none,
- * or an unreadable one, fails the evaluation (the session is ERROR), as it fails a Harbor trial.
+ * dirs, and `bash test.sh` runs in the work dir. Its reward.json / reward.txt is the reward (only a
+ * name the tests mention: `rewardFiles`); none, or an unreadable one, fails the evaluation (the
+ * session is ERROR), as it fails a Harbor trial.
  */
 export { HarborConfig };
 
@@ -28,6 +29,7 @@ export const harbor: Evaluator = {
     return judgeInFreshRuntime(
       ctx,
       cfg.outputs,
+      { denied: cfg.outputs_denied, replace: cfg.outputs_replace },
       (reason) => ({ stage: "outputs", reason }),
       (fresh, outputs) => runTests(fresh, cfg, ctx, outputs),
     );
@@ -67,14 +69,15 @@ async function runTests(
     env: judgeEnv(rewriteEnv(cfg.env, map)),
     timeoutMs: commandTimeoutMs(cfg.timeout_seconds, ctx.timeoutMs),
   });
+  const names = rewardFiles(cfg.tests);
   const read = await fresh.exec([
     "sh",
     "-c",
-    `for f in ${shellQuote(`${dirs.verifier}/reward.json`)} ${shellQuote(`${dirs.verifier}/reward.txt`)}; do if [ -f "$f" ]; then printf 'yes\\n'; head -c 65536 "$f"; else printf 'no\\n'; fi; printf '\\0'; done`,
+    `for f in ${names.map((n) => shellQuote(`${dirs.verifier}/${n}`)).join(" ")}; do if [ -f "$f" ]; then printf 'yes\\n'; head -c 65536 "$f"; else printf 'no\\n'; fi; printf '\\0'; done`,
   ]);
-  const [json, text] = read.stdout
-    .split("\0")
-    .map((part) => (part.startsWith("yes\n") ? part.slice(4) : null));
+  const found = read.stdout.split("\0").map((part) => (part.startsWith("yes\n") ? part.slice(4) : null));
+  const json = names.includes("reward.json") ? found[names.indexOf("reward.json")] : null;
+  const text = names.includes("reward.txt") ? found[names.indexOf("reward.txt")] : null;
   const metadata = {
     workdir: cfg.workdir,
     outputs: outputs.copied,
@@ -89,7 +92,7 @@ async function runTests(
     const reward = parseHarborReward({ json: json ?? null, text: text ?? null }, cfg.reward_key);
     return {
       outcome_reward: reward.reward,
-      metadata: { ...metadata, rewards: reward.rewards, reward_from: reward.from },
+      metadata: { ...metadata, rewards: reward.rewards, reward_from: reward.from, reward_files_read: names },
     };
   } catch (err) {
     if (!(err instanceof HarborRewardError)) throw err;
@@ -98,6 +101,20 @@ async function runTests(
       `${err.message} (test.sh exited ${res.exitCode}: ${tail(res.stderr || res.stdout, 300).trim()})`,
     );
   }
+}
+
+/**
+ * The reward files the task's tests write: a name none of their text mentions is never read. The
+ * tests run the agent's code in the same runtime, as the same user, so that code can write into the
+ * verifier dir too: a `reward.json` it wrote first would win over the `reward.txt` the tests write
+ * after it. Tests held on the runner's host (`from`) are not read here: then both names count.
+ */
+export function rewardFiles(tests: HarborConfig["tests"]): ("reward.json" | "reward.txt")[] {
+  const sources = Object.values(tests);
+  if (sources.some((s) => typeof s === "object" && "from" in s)) return ["reward.json", "reward.txt"];
+  const text = sources.map((s) => (typeof s === "string" ? s : "content" in s ? s.content : "")).join("\n");
+  const named = (["reward.json", "reward.txt"] as const).filter((n) => text.includes(n));
+  return named.length ? [...named] : ["reward.json", "reward.txt"];
 }
 
 function rewriteEnv(env: Record<string, string>, map: Record<string, string>): Record<string, string> {

@@ -13,7 +13,8 @@ import { toolStepRewards } from "./tool-step-rewards.ts";
  * `test_on_output`: after the harness, the agent's declared `outputs` and then the evaluator's files
  * are copied into a fresh runtime (same image and prepare steps, an empty HOME), and `command` runs
  * there (sh -c, in its work dir, with the interpreters isolated: judge-env.ts). Nothing the agent
- * left in its HOME, its tools or beside the outputs can change how the check behaves. Reward from
+ * left in its HOME, its tools or beside the outputs can change how the check behaves, and the
+ * outputs bring no runner config and replace nothing the prepare steps built (agent-outputs.ts). Reward from
  * the exit code, or from stdout: every expected line present (`expected_lines`), or stdout parsed
  * as JSON equal to `expected_json`. `trust_agent_runtime` runs the command in the agent's runtime.
  */
@@ -36,6 +37,7 @@ async function outcomeOf(cfg: TestOnOutputConfig, ctx: EvaluationContext): Promi
   return judgeInFreshRuntime(
     ctx,
     cfg.outputs,
+    { denied: cfg.outputs_denied, replace: cfg.outputs_replace },
     (reason) => ({ command: cfg.command, mode: "outputs", reason }),
     (fresh, outputs) =>
       judge(fresh, cfg, ctx, {

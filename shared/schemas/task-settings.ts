@@ -83,6 +83,53 @@ export type EvaluatorFiles = z.infer<typeof EvaluatorFiles>;
 export const SessionCompletedConfig = z.strictObject({});
 
 /**
+ * Files that test runners, package managers and interpreters read on their own from the tree they
+ * run in, so whoever writes them decides what the judge's test command does: pytest 9's config files
+ * (it takes the first of pytest.toml, .pytest.toml, pytest.ini, .pytest.ini, pyproject.toml,
+ * tox.ini, setup.cfg upwards from its args; `addopts` there can add `-p plugin` or `--collect-only`,
+ * `pythonpath` makes any module a plugin) and conftest.py; what Python runs at startup (`.pth`,
+ * sitecustomize, stale bytecode) and the metadata its plugin entry points come from; package
+ * scripts and npm's own config (`npm test`, `node --run`); the config of jest, vitest, mocha and
+ * babel; Makefiles (make reads GNUmakefile before makefile before Makefile); cargo's `.cargo/`
+ * (a `runner` wraps every test binary). swe_patch drops them from the patch, test_on_output and
+ * harbor never copy them from the outputs (`outputs_denied`).
+ */
+export const RUNNER_CONFIG_FILES = [
+  "**/conftest.py",
+  "**/pytest.toml",
+  "**/.pytest.toml",
+  "**/pytest.ini",
+  "**/.pytest.ini",
+  "**/pyproject.toml",
+  "**/tox.ini",
+  "**/setup.cfg",
+  "**/*.pth",
+  "**/sitecustomize.py",
+  "**/usercustomize.py",
+  "**/__pycache__/**",
+  "**/*.pyc",
+  "**/*.dist-info/**",
+  "**/*.egg-info/**",
+  "**/package.json",
+  "**/.npmrc",
+  "**/.yarnrc",
+  "**/.yarnrc.yml",
+  "**/.pnpmfile.cjs",
+  "**/node.config.json",
+  "**/.mocharc*",
+  "**/jest.config.*",
+  "**/vitest.config.*",
+  "**/vitest.workspace.*",
+  "**/vite.config.*",
+  "**/babel.config.*",
+  "**/.babelrc*",
+  "**/GNUmakefile",
+  "**/makefile",
+  "**/Makefile",
+  "**/.cargo/**",
+] as const;
+
+/**
  * What of the agent's work dir the judge gets (paths relative to it): regular files and dirs only,
  * copied into a fresh runtime; symlinks are left behind. Narrow it to the files the task asks for.
  */
@@ -97,6 +144,24 @@ const AgentOutputs = z
   )
   .default(["."]);
 
+/**
+ * What of the declared `outputs` never reaches the judge (agent-outputs.ts): its tools and their
+ * config come from the task, not from the agent.
+ */
+const OutputRules = {
+  /**
+   * Globs (relative to the work dir, git pathspec glob syntax) of output files never copied to the
+   * judge: test-runner config, package scripts and Python startup files by default. `[]` copies them.
+   */
+  outputs_denied: z.array(z.string().min(1)).default([...RUNNER_CONFIG_FILES]),
+  /**
+   * Globs of output files that may replace, or be added inside, what the judge's prepare steps built
+   * (whatever its work dir already holds). A declared output path the prepare steps built counts as
+   * listed, with everything under it; the work dir itself (`.`) does not.
+   */
+  outputs_replace: z.array(z.string().min(1)).default([]),
+};
+
 /** Process rewards an evaluator can add (docs/evaluation-and-sft.md, "Process rewards"). */
 export const STEP_REWARD_SOURCES = ["none", "tool_results"] as const;
 
@@ -105,6 +170,7 @@ export const TestOnOutputConfig = z.strictObject({
   command: z.string().min(1),
   files: EvaluatorFiles,
   outputs: AgentOutputs,
+  ...OutputRules,
   /**
    * Run `command` in the agent's own runtime (its work dir, HOME and tools) instead of a fresh one.
    * Only for checks that must see the agent's environment: the agent can then change how the check
@@ -142,6 +208,7 @@ export const HarborConfig = z.strictObject({
   /** The task image's WORKDIR: in the tests it becomes the judge's work dir. */
   workdir: ImagePath.default("/app"),
   outputs: AgentOutputs,
+  ...OutputRules,
   env: TaskEnv.default({}),
   timeout_seconds: z.number().positive().optional(),
   /** reward.json key that is the reward (Harbor's own metrics read `reward`); a lone key is used whatever its name. */
@@ -150,9 +217,9 @@ export const HarborConfig = z.strictObject({
 export type HarborConfig = z.infer<typeof HarborConfig>;
 
 /**
- * Files test runners collect or load on their own (node --test, pytest, jest, vitest, mocha, go test,
- * cargo): a patch that adds a test there could report the hidden test's name as passing, and a
- * conftest.py can rewrite outcomes.
+ * What swe_patch drops from the agent's diff by default: files test runners collect on their own
+ * (node --test, pytest, jest, vitest, mocha, go test, cargo), where a patch could add a test that
+ * reports the hidden test's name as passing, and every runner config above.
  */
 export const DEFAULT_TEST_FILES = [
   "**/*.test.*",
@@ -167,12 +234,7 @@ export const DEFAULT_TEST_FILES = [
   "**/test/**",
   "**/tests/**",
   "**/__tests__/**",
-  "**/conftest.py",
-  "**/pytest.ini",
-  "**/tox.ini",
-  "**/.mocharc*",
-  "**/jest.config.*",
-  "**/vitest.config.*",
+  ...RUNNER_CONFIG_FILES,
 ] as const;
 
 /** `swe_patch`: the agent's diff applied in a fresh runtime, then the tests (see swe-patch.ts). */

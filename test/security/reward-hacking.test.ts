@@ -1,5 +1,5 @@
-import { spawn } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { spawn, spawnSync } from "node:child_process";
+import { cp, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -8,7 +8,7 @@ import { bwrapProblem } from "../../batch-runner/runtime/bwrap.ts";
 import { keys } from "../../shared/keys.ts";
 import { DirectoryStore } from "../../shared/node/directory-store.ts";
 import { SessionResult } from "../../shared/schemas/trajectory.ts";
-import { genericTricks, REWARD_CASES, type Trick } from "./reward-hacking-cases.ts";
+import { genericTricks, pytestCases, REWARD_CASES, type Trick } from "./reward-hacking-cases.ts";
 
 /*
  * Issue 34: rewards the policy cannot game. Every case of reward-hacking-cases.ts runs as tasks of one
@@ -18,11 +18,50 @@ import { genericTricks, REWARD_CASES, type Trick } from "./reward-hacking-cases.
  * shadow-test-file, shadow-test-in-source, and (plain runner) fake-pass-on-stderr and
  * fake-pass-then-crash and huge-output; test_on_output's python-user-site, module-shadowing-json-py and
  * symlink-to-judge-file.
+ *
+ * Issue 41 added the judges' own tools (a venv with pytest 9, a Makefile, package.json scripts) and
+ * a harbor entry. Before that fix (evaluators of 6f611a2), 18 tricks were paid 1: tto-pytest's
+ * conftest-py, pytest-ini-collect-only, the five *-plugin tricks, pth-in-prepared-venv and
+ * module-in-prepared-venv-shadows-pytest; swe-pytest's five *-plugin tricks (conftest.py held);
+ * tto-make's rewritten-makefile and gnumakefile-beside; tto-scripts' rewritten-package-scripts;
+ * harbor's agent-program-writes-reward-json.
+ *
+ * The pytest the judges run is the project's own (pytest 9 in .venv, scripts/test-python.sh): its
+ * packages are copied into the run's harness cache, which every sandbox sees read-only, and each
+ * pytest task's prepare step builds a venv of the sandbox's python3 that sees them.
  */
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const problem = bwrapProblem();
 if (problem)
   console.warn(`reward-hacking: ${problem}; polar run would fall back to process, so this is skipped`);
+
+/** The project venv's pytest 9 and the packages it imports, or why it is missing. */
+function pytestPackages(): { dir: string; names: string[] } | { problem: string } {
+  const res = spawnSync(
+    join(ROOT, ".venv/bin/python"),
+    [
+      "-c",
+      "import os, pytest; print(pytest.__version__); print(os.path.dirname(os.path.dirname(pytest.__file__)))",
+    ],
+    { encoding: "utf8" },
+  );
+  const [version, dir] = res.stdout.trim().split("\n");
+  if (res.status !== 0 || !version?.startsWith("9."))
+    return { problem: `no pytest 9 in .venv (${version ?? res.stderr.trim()})` };
+  return { dir, names: ["pytest", "_pytest", "pluggy", "iniconfig", "packaging", "pygments", "py.py"] };
+}
+const pytest = pytestPackages();
+if ("problem" in pytest) {
+  if (process.env.CI === "true") throw new Error(`reward-hacking: ${pytest.problem}`);
+  console.warn(`reward-hacking: ${pytest.problem}; its pytest cases are left out`);
+}
+const CACHE = join(tmpdir(), `polar-reward-hacking-cache-${process.pid}`);
+const PYTEST_SITE = join(CACHE, "pytest-site");
+/** POLAR_REWARD_CASES=id,id runs only those cases (while working on one evaluator). */
+const only = process.env.POLAR_REWARD_CASES?.split(",");
+const CASES = [...REWARD_CASES, ...("problem" in pytest ? [] : pytestCases(PYTEST_SITE))].filter(
+  (c) => !only || only.includes(c.id),
+);
 
 let dir: string;
 let output = "";
@@ -33,9 +72,18 @@ const rows: { caseId: string; trick: Trick }[] = [];
 beforeAll(async () => {
   if (problem) return;
   dir = await mkdtemp(join(tmpdir(), "polar-reward-hacking-"));
+  await mkdir(PYTEST_SITE, { recursive: true });
+  if (!("problem" in pytest)) {
+    const wanted = new Set(pytest.names);
+    for (const name of await readdir(pytest.dir)) {
+      const base = name.replace(/-[^-]+\.dist-info$/, "");
+      if (wanted.has(name) || (name.endsWith(".dist-info") && wanted.has(base)))
+        await cp(join(pytest.dir, name), join(PYTEST_SITE, name), { recursive: true });
+    }
+  }
   const store = join(dir, "out", "store");
   const tasks: unknown[] = [];
-  for (const c of REWARD_CASES) {
+  for (const c of CASES) {
     const tricks = [...genericTricks(c, store), ...c.tricks];
     const runs: [string, string][] = [
       ["control", c.wrong],
@@ -73,7 +121,7 @@ beforeAll(async () => {
       ],
       {
         cwd: ROOT,
-        env: { ...process.env, POLAR_SESSIONS_DIR: join(dir, "sessions") },
+        env: { ...process.env, POLAR_SESSIONS_DIR: join(dir, "sessions"), POLAR_HARNESS_CACHE: CACHE },
         stdio: ["ignore", "pipe", "pipe"],
       },
     );
@@ -96,6 +144,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
+  await rm(CACHE, { recursive: true, force: true });
 });
 
 function result(taskId: string): SessionResult {
@@ -110,7 +159,7 @@ function account(r: SessionResult): string {
 }
 
 describe.skipIf(problem !== null)("rewards a policy cannot game", () => {
-  it.each(REWARD_CASES.map((c) => [c.id]))("%s: the control scores 0 and the solved task 1", (id) => {
+  it.each(CASES.map((c) => [c.id]))("%s: the control scores 0 and the solved task 1", (id) => {
     const control = result(`${id}-control`);
     expect(control.status, account(control)).toBe("COMPLETED");
     expect(control.reward, account(control)).toBe(0);
@@ -120,7 +169,7 @@ describe.skipIf(problem !== null)("rewards a policy cannot game", () => {
 
   it.each(
     // Built before the run (the table is static), so every trick is its own test line.
-    REWARD_CASES.flatMap((c) => [...genericTricks(c, ""), ...c.tricks].map((t) => [c.id, t.name])),
+    CASES.flatMap((c) => [...genericTricks(c, ""), ...c.tricks].map((t) => [c.id, t.name])),
   )("%s: %s scores what its control scores", (caseId, trick) => {
     const control = result(`${caseId}-control`);
     const r = result(`${caseId}-${trick}`);

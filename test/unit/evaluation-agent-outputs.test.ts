@@ -1,0 +1,127 @@
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { copyAgentOutputs } from "../../batch-runner/evaluation/agent-outputs.ts";
+import { rewardFiles } from "../../batch-runner/evaluation/harbor.ts";
+import { globMatcher } from "../../batch-runner/evaluation/path-globs.ts";
+import { processRuntimeFactory } from "../../batch-runner/runtime/process.ts";
+import type { Runtime } from "../../batch-runner/runtime/runtime.ts";
+import { RUNNER_CONFIG_FILES } from "../../shared/schemas/task-settings.ts";
+
+/*
+ * Issue 41, item 11: what of the agent's outputs reaches the judge. Runner config never does, and
+ * nothing the judge's prepare steps built is replaced or added to unless the task says so.
+ * (The end-to-end tricks are in test/security/reward-hacking-cases.ts.)
+ */
+let root: string;
+let n = 0;
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), "polar-agent-outputs-"));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+async function runtime(files: Record<string, string>): Promise<Runtime> {
+  const rt = await processRuntimeFactory({ sessionsRoot: root }).create({
+    sessionId: `outputs-${++n}`,
+    env: {},
+    limits: {},
+    proxyUrl: "http://127.0.0.1:9",
+  });
+  for (const [path, text] of Object.entries(files)) {
+    await mkdir(dirname(join(rt.workDir, path)), { recursive: true });
+    await writeFile(join(rt.workDir, path), text);
+  }
+  return rt;
+}
+
+const read = (rt: Runtime, path: string) => readFile(join(rt.workDir, path), "utf8").catch(() => null);
+
+describe("copyAgentOutputs", () => {
+  const agentFiles = {
+    "answer.txt": "5\n",
+    "conftest.py": "evil",
+    "pytest.ini": "evil",
+    "sub/package.json": "evil",
+    Makefile: "evil",
+    GNUmakefile: "evil",
+    ".venv/lib/site-packages/zz.pth": "evil",
+    ".venv/lib/site-packages/pytest.py": "evil",
+    "src/new.py": "new",
+    "src/old.py": "changed",
+  };
+  const built = { Makefile: "built", ".venv/lib/site-packages/base.pth": "built", "src/old.py": "built" };
+
+  it("leaves runner config behind and replaces or adds to nothing the prepare steps built", async () => {
+    const agent = await runtime(agentFiles);
+    const judge = await runtime(built);
+    const copied = await copyAgentOutputs(agent, judge, ["."], { denied: RUNNER_CONFIG_FILES, replace: [] });
+    expect(await read(judge, "answer.txt")).toBe("5\n");
+    expect(await read(judge, "src/new.py")).toBeNull();
+    expect(await read(judge, "src/old.py")).toBe("built");
+    expect(await read(judge, "Makefile")).toBe("built");
+    for (const path of [
+      "conftest.py",
+      "pytest.ini",
+      "sub/package.json",
+      "GNUmakefile",
+      ".venv/lib/site-packages/pytest.py",
+    ])
+      expect(await read(judge, path), path).toBeNull();
+    expect(copied.skipped).toEqual(
+      expect.arrayContaining([
+        "conftest.py: test-runner config or package scripts (outputs_denied), not copied",
+        "src/old.py: it would replace what the judge's prepare steps built (outputs_replace), not copied",
+        ".venv/lib/site-packages/pytest.py: it would add to a directory the judge's prepare steps built (outputs_replace), not copied",
+      ]),
+    );
+  });
+
+  it("lets the task say what may replace: outputs_replace globs, or an output path it names", async () => {
+    const agent = await runtime(agentFiles);
+    const judge = await runtime(built);
+    await copyAgentOutputs(agent, judge, [".", "Makefile"], { denied: [], replace: ["src/**"] });
+    expect(await read(judge, "Makefile")).toBe("evil");
+    expect(await read(judge, "src/new.py")).toBe("new");
+    expect(await read(judge, "src/old.py")).toBe("changed");
+    expect(await read(judge, "conftest.py")).toBe("evil");
+    expect(await read(judge, ".venv/lib/site-packages/zz.pth")).toBeNull();
+  });
+
+  it("treats a declared directory like the work dir: new files go in, what was built stays", async () => {
+    const agent = await runtime({ "src/new.py": "new", "src/old.py": "changed" });
+    const judge = await runtime({ "src/old.py": "built" });
+    await copyAgentOutputs(agent, judge, ["src"], { denied: [], replace: [] });
+    expect(await read(judge, "src/new.py")).toBe("new");
+    expect(await read(judge, "src/old.py")).toBe("built");
+  });
+});
+
+describe("globMatcher (git's :(glob) rules)", () => {
+  it("matches at the top and below, one component per star", () => {
+    const m = globMatcher(["**/conftest.py", "**/.mocharc*", "**/__pycache__/**", "tests/**"]);
+    expect(m("conftest.py")).toBe(true);
+    expect(m("a/b/conftest.py")).toBe(true);
+    expect(m("a/.mocharc.json")).toBe(true);
+    expect(m("x/__pycache__/m.pyc")).toBe(true);
+    expect(m("tests/a/b.py")).toBe(true);
+    expect(m("src/tests.py")).toBe(false);
+    expect(m("myconftest.py")).toBe(false);
+  });
+});
+
+describe("harbor rewardFiles (issue 41, item 13)", () => {
+  it("reads only the reward file names the task's tests mention", () => {
+    expect(rewardFiles({ "test.sh": "echo 1 > /logs/verifier/reward.txt" })).toEqual(["reward.txt"]);
+    expect(
+      rewardFiles({ "test.sh": "python3 /tests/t.py", "t.py": "open('/logs/verifier/reward.json')" }),
+    ).toEqual(["reward.json"]);
+    expect(rewardFiles({ "test.sh": "bash run.sh" })).toEqual(["reward.json", "reward.txt"]);
+    expect(rewardFiles({ "test.sh": "echo > reward.txt", "x.py": { from: "/data/x.py" } })).toEqual([
+      "reward.json",
+      "reward.txt",
+    ]);
+  });
+});
