@@ -12,8 +12,10 @@ pip=(.venv/bin/pip install --quiet --disable-pip-version-check)
 # `torch` requirement would otherwise pull the newest CUDA build and several GB with it.
 constraint=python/constraints-cpu.txt
 "${pip[@]}" -c "$constraint" torch==2.13.0
-"${pip[@]}" -c "$constraint" './python[test,verl]'
-# verl pins ray[default], wandb, tensorboard and an older transformers; its DataProto and
-# core_algos need only what the [verl] extra installs, so verl itself goes in without deps.
+"${pip[@]}" -c "$constraint" './python[test,verl,slime]'
+# verl pins ray[default], wandb, tensorboard and an older transformers; its DataProto, agent loop
+# and core_algos need only what the [verl] extra installs, so verl itself goes in without deps.
+# slime and NeMo RL are on no registry: their tests run against clones the user names
+# ($POLAR_SLIME_CHECKOUT, $POLAR_NEMO_RL_CHECKOUT; docs/trainers.md), with the [slime] extra.
 "${pip[@]}" --no-deps verl==0.9.1
-.venv/bin/python -c 'import polar_rollouts, torch; print("python side ready: torch", torch.__version__)'
+.venv/bin/python -c 'import polar_rollouts, torch, verl.experimental.agent_loop.agent_loop; print("python side ready: torch", torch.__version__)'

@@ -6,7 +6,11 @@ Importing this module registers ``polar_grpo`` in verl's estimator registry; set
 ``algorithm.adv_estimator=polar_grpo`` and verl's ``compute_advantage`` calls it with the
 arguments it gives every registered estimator (``token_level_rewards``, ``response_mask``,
 ``config``, ``index`` = ``uid``). The sessions come from the ``PolarUid`` values the adapter
-puts in ``uid``. Checked against verl 0.9.1 (``verl/trainer/ppo/ray_trainer.py``,
+puts in ``uid``. A bare ``uid`` (a plain string: verl's own rows, as the ``polar`` agent loop
+makes them on verl's legacy worker, one session per row) counts its row as one session. verl's
+v1 trainer (``trainer.use_v1``) hands estimators bare uids for every trace of a session; there
+``grpo`` is the estimator to use (v1 scores each ``{uid}_{session_id}`` once), and the agent loop
+refuses ``polar_grpo`` (polar_rollouts/plugins/verl_agent_loop.py). Checked against verl 0.9.1 (``verl/trainer/ppo/ray_trainer.py``,
 ``compute_advantage``).
 """
 
@@ -34,14 +38,8 @@ def compute_polar_grpo_advantage(
 
     if config is not None:
         norm_adv_by_std_in_grpo = bool(getattr(config, "norm_adv_by_std_in_grpo", norm_adv_by_std_in_grpo))
-    sessions = []
-    for uid in index:
-        session = getattr(uid, "session_id", None)
-        if session is None:
-            raise ValueError(
-                f"uid {uid!r} carries no session: build the batch with polar_rollouts.adapters.verl"
-            )
-        sessions.append(session)
+    # A bare uid's row is its own session: the row number names it.
+    sessions = [getattr(uid, "session_id", None) or f"\0row-{i}" for i, uid in enumerate(index)]
     rewards = token_level_rewards.sum(dim=-1).detach().cpu().double().numpy()
     advantages = session_grpo_advantages(
         [str(u) for u in index], sessions, rewards, eps=epsilon, normalize_std=norm_adv_by_std_in_grpo
