@@ -59,6 +59,10 @@ export const TABLES: Record<string, { schema: z.ZodType; fields: Record<string, 
         "A cap on tokens per call: the harness's own `max_tokens` applies when lower.",
         "`4096`",
       ],
+      "agent.sampling.cache_salt": [
+        "vLLM's prefix-cache salt, set on every call: cached KV blocks of another salt (older weights) never serve the session.",
+        '`"step-12"`',
+      ],
       "agent.token_in_token_out": [
         "Token-in-token-out: the proxy builds each prompt from the session's captured ids, so the model sees exactly what it sampled and the session stays one trace (docs/tito.md).",
         "`true`",

@@ -14,8 +14,13 @@ export const AgentSampling = z.strictObject({
   seed: z.number().int().optional(),
   /** A cap: the harness's own `max_tokens` applies when it is lower. */
   max_tokens: z.number().int().positive().optional(),
+  /**
+   * vLLM's prefix-cache salt, set on every call: KV blocks computed under another salt (a trainer
+   * such as prime-rl salts each policy step) never serve this session's prompts.
+   */
+  cache_salt: z.string().min(1).max(256).optional(),
 });
 export type AgentSampling = z.infer<typeof AgentSampling>;
 
 /** The params `agent.sampling` sets outright (max_tokens is a cap, handled apart). */
-export const OVERRIDDEN_SAMPLING_PARAMS = ["temperature", "top_p", "top_k", "min_p", "seed"] as const;
+export const OVERRIDDEN_SAMPLING_PARAMS = ["temperature", "top_p", "top_k", "min_p", "seed", "cache_salt"] as const;
