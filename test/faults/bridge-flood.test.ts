@@ -52,12 +52,31 @@ setTimeout(() => {
 }, ${HOLD_MS});
 `;
 
+/** The other way to flood: 64 loops that reconnect the moment the bridge closes them, for HOLD_MS. */
+const churner = `
+const fs = require("fs"), net = require("net");
+let sock = "";
+for (const p of fs.readdirSync("/proc")) {
+  try { const a = fs.readFileSync("/proc/" + p + "/cmdline", "utf8").split("\\0"); const s = a.find((x) => x.endsWith("/proxy.sock")); if (s) sock = s; } catch {}
+}
+let attempts = 0, stop = false;
+const loop = () => { if (stop) return; attempts++; const c = net.connect(sock); c.on("error", () => {}); c.on("close", loop); };
+for (let i = 0; i < 200; i++) loop();
+setTimeout(() => { stop = true; console.log("CHURN socket=" + (sock !== "") + " attempts=" + attempts); process.exit(0); }, ${HOLD_MS});
+`;
+
 const TASKS = [
   {
     task_id: idOf("flooder"),
     instruction: "(the flood is the shell command)",
     timeout_seconds: 90,
     agent: { harness: "shell", settings: { command: `node -e '${flooder.replaceAll("'", "'\\''")}'` } },
+  },
+  {
+    task_id: idOf("churner"),
+    instruction: "(the reconnecting flood is the shell command)",
+    timeout_seconds: 90,
+    agent: { harness: "shell", settings: { command: `node -e '${churner.replaceAll("'", "'\\''")}'` } },
   },
   {
     task_id: idOf("neighbour"),
@@ -78,7 +97,18 @@ let dir: string;
 let output = "";
 let code: number | null = null;
 let peakFds = 0;
+let runCpu = 0;
 const results = new Map<string, SessionResult[]>();
+
+/** User + system CPU seconds the process has used so far (/proc/<pid>/stat, 100 ticks a second). */
+function cpuSeconds(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
 
 function fdCount(pid: number): number {
   try {
@@ -95,7 +125,7 @@ beforeAll(async () => {
   await writeFile(tasksFile, TASKS.map((t) => JSON.stringify(t)).join("\n"));
   const child = spawn(
     process.execPath,
-    [join(ROOT, "bin", "polar.js"), "run", tasksFile, "--out", join(dir, "out"), "--run", "3"],
+    [join(ROOT, "bin", "polar.js"), "run", tasksFile, "--out", join(dir, "out"), "--run", "4"],
     {
       cwd: ROOT,
       env: { ...process.env, POLAR_SESSIONS_DIR: join(dir, "sessions") },
@@ -105,7 +135,10 @@ beforeAll(async () => {
   child.stdout.on("data", (c) => (output += c));
   child.stderr.on("data", (c) => (output += c));
   const sampler = setInterval(() => {
-    if (child.pid) peakFds = Math.max(peakFds, fdCount(child.pid));
+    if (child.pid) {
+      peakFds = Math.max(peakFds, fdCount(child.pid));
+      runCpu = Math.max(runCpu, cpuSeconds(child.pid));
+    }
   }, 200);
   code = await new Promise<number | null>((done, fail) => {
     const timer = setTimeout(() => child.kill("SIGKILL"), 170_000);
@@ -118,7 +151,10 @@ beforeAll(async () => {
   clearInterval(sampler);
   const store = new DirectoryStore(join(dir, "out", "store"));
   for (const task of TASKS) results.set(task.task_id, await readTaskResults(store, task.task_id));
-  console.log(`bridge-flood: polar run exited ${code}; its peak descriptors ${peakFds}`);
+  const runs = (results.get(idOf("neighbour")) ?? []).map((r) => r.timings.run_ms);
+  console.log(
+    `bridge-flood: polar run exited ${code}; its peak descriptors ${peakFds}, CPU ${runCpu.toFixed(1)} s; neighbours' run_ms ${runs.join(", ")}`,
+  );
 }, 180_000);
 
 afterAll(async () => {
@@ -145,6 +181,14 @@ describe.skipIf(problem !== null)("a session flooding its proxy bridge, beside t
     expect(peakFds).toBeGreaterThan(0);
     expect(peakFds).toBeLessThan(2000);
     expect(code, output.slice(-3000)).toBe(0);
+  });
+
+  it("a session reconnecting as fast as it is refused takes its own connections only", () => {
+    const [r] = results.get(idOf("churner")) ?? [];
+    const line = (r?.agent?.final_answer ?? "").match(/CHURN .*/)?.[0] ?? "";
+    console.log(`bridge-flood: ${line}`);
+    expect(line, output.slice(-3000)).toMatch(/socket=true/);
+    expect(Number(line.match(/attempts=(\d+)/)?.[1])).toBeGreaterThan(1000);
   });
 
   it("leaves nothing of the run behind", () => {
