@@ -1,9 +1,9 @@
 import { constants } from "node:fs";
 import { type FileHandle, lstat, mkdir, open, readdir, readlink, realpath, rm } from "node:fs/promises";
 import { join } from "node:path";
+import { globMatcher } from "../harbor/path-globs.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import type { Evaluation, EvaluationContext } from "./evaluator.ts";
-import { globMatcher } from "./path-globs.ts";
 
 /**
  * The judge's copy of the agent's outputs is bounded: past these the judge does not run. Bytes are

@@ -1,9 +1,11 @@
 import { readdir } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { isValidId } from "../../shared/ids.ts";
+import { RUNNER_CONFIG_FILES } from "../../shared/schemas/task-settings.ts";
 import { readDockerfile } from "./dockerfile.ts";
 import { rewritePaths } from "./harbor-paths.ts";
 import { HarborTaskRefused } from "./harbor-refusal.ts";
+import { globsNamedIn } from "./path-globs.ts";
 import { checkTaskDir, entryKind, listTaskFiles, readTaskFile, refuseLink } from "./task-files.ts";
 import { checkTaskToml, networkWarnings, parseToml } from "./task-toml.ts";
 
@@ -107,6 +109,12 @@ export async function importHarborTask(dir: string, opts: ImportOptions): Promis
   const localInstruction = rewritePaths(instruction, { [workdir]: "." }).trim();
   const hasSolution = (await entryKind(dir, "solution")) === "dir";
   const warnings = networkWarnings(toml);
+  // Runner config the task asks for or its tests read is the agent's deliverable: let it reach the judge.
+  const named = globsNamedIn(RUNNER_CONFIG_FILES, [localInstruction, ...Object.values(tests)].join("\n"));
+  for (const glob of named)
+    warnings.push(
+      `${glob}: named by the instruction or the tests, so the agent's file reaches the tests (outputs_denied lets it through)`,
+    );
   const task = {
     task_id: taskId,
     instruction: localInstruction,
@@ -127,6 +135,7 @@ export async function importHarborTask(dir: string, opts: ImportOptions): Promis
       config: {
         tests,
         workdir,
+        ...(named.length ? { outputs_denied: RUNNER_CONFIG_FILES.filter((g) => !named.includes(g)) } : {}),
         ...(toml.verifier?.env && Object.keys(toml.verifier.env).length ? { env: toml.verifier.env } : {}),
         ...(toml.verifier?.timeout_sec ? { timeout_seconds: toml.verifier.timeout_sec } : {}),
       },

@@ -48,3 +48,27 @@ function globToRegExp(glob: string): RegExp {
   }
   return new RegExp(`^${out}$`);
 }
+
+/**
+ * The globs of `globs` whose file or dir `text` names: some part of a word's path is what the glob
+ * matches past its leading and trailing `**` (`/app/Makefile` names `**` + `/Makefile`,
+ * `site-packages/x.pth` names `**` + `/*.pth`, `/app/.cargo/config.toml` names `**` + `/.cargo/**`).
+ */
+export function globsNamedIn(globs: readonly string[], text: string): string[] {
+  const words = text.split(/[\s"'`()[\]{},;:<>=|&]+/).filter((w) => w !== "");
+  const paths = new Set<string>();
+  for (const word of words) {
+    // "Create a Makefile." ends a sentence, not a file name.
+    const parts = word
+      .replace(/[.!?]+$/, "")
+      .split("/")
+      .filter((p) => p !== "" && p !== "." && p !== "..");
+    for (let i = 0; i < parts.length; i++)
+      for (let j = i + 1; j <= parts.length; j++) paths.add(parts.slice(i, j).join("/"));
+  }
+  return globs.filter((glob) => {
+    const matches = globMatcher([glob.replace(/^(\*\*\/)+/, "").replace(/\/\*\*$/, "")]);
+    for (const path of paths) if (matches(path)) return true;
+    return false;
+  });
+}

@@ -89,7 +89,8 @@ export const SessionCompletedConfig = z.strictObject({});
  * tox.ini, setup.cfg upwards from its args; `addopts` there can add `-p plugin` or `--collect-only`,
  * `pythonpath` makes any module a plugin) and conftest.py; what Python runs at startup (`.pth`,
  * sitecustomize, stale bytecode) and the metadata its plugin entry points come from; package
- * scripts and npm's own config (`npm test`, `node --run`); the config of jest, vitest, mocha and
+ * scripts, the commands they find first on PATH (`node_modules/.bin`) and npm's own config
+ * (`npm test`, `node --run`); the config of jest, vitest, mocha and
  * babel; Makefiles (make reads GNUmakefile before makefile before Makefile); cargo's `.cargo/`
  * (a `runner` wraps every test binary). swe_patch drops them from the patch, test_on_output and
  * harbor never copy them from the outputs (`outputs_denied`).
@@ -111,6 +112,7 @@ export const RUNNER_CONFIG_FILES = [
   "**/*.dist-info/**",
   "**/*.egg-info/**",
   "**/package.json",
+  "**/node_modules/.bin/**",
   "**/.npmrc",
   "**/.yarnrc",
   "**/.yarnrc.yml",

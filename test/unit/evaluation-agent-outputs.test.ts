@@ -4,7 +4,8 @@ import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { copyAgentOutputs } from "../../batch-runner/evaluation/agent-outputs.ts";
 import { rewardFiles } from "../../batch-runner/evaluation/harbor.ts";
-import { globMatcher } from "../../batch-runner/evaluation/path-globs.ts";
+import { importHarborTask } from "../../batch-runner/harbor/import-task.ts";
+import { globMatcher, globsNamedIn } from "../../batch-runner/harbor/path-globs.ts";
 import { processRuntimeFactory } from "../../batch-runner/runtime/process.ts";
 import type { Runtime } from "../../batch-runner/runtime/runtime.ts";
 import { RUNNER_CONFIG_FILES } from "../../shared/schemas/task-settings.ts";
@@ -123,5 +124,36 @@ describe("harbor rewardFiles (issue 41, item 13)", () => {
       "reward.json",
       "reward.txt",
     ]);
+  });
+});
+
+describe("runner config a Harbor task asks for", () => {
+  it("is named by its instruction or tests: found whole, in paths, not in other words", () => {
+    const named = globsNamedIn(
+      RUNNER_CONFIG_FILES,
+      "Write a Makefile. Then check /app/pkg/x.pth and ~/.cargo/config.toml; the Makefiles dir is not one.",
+    );
+    expect(named).toEqual(["**/*.pth", "**/Makefile", "**/.cargo/**"]);
+    expect(globsNamedIn(RUNNER_CONFIG_FILES, "Print the sum of the numbers in /app/input.txt")).toEqual([]);
+  });
+
+  it("reaches the tests when the task names it: import-harbor narrows outputs_denied, with a warning", async () => {
+    const dir = join(root, "make-task");
+    const files: Record<string, string> = {
+      "task.toml": 'schema_version = "1.4"\n',
+      "instruction.md": "Write /app/Makefile so that `make` builds hello.\n",
+      "environment/Dockerfile": "FROM ubuntu:24.04\nWORKDIR /app\n",
+      "tests/test.sh": "cd /app && make && echo 1 > /logs/verifier/reward.txt\n",
+    };
+    for (const [path, text] of Object.entries(files)) {
+      await mkdir(dirname(join(dir, path)), { recursive: true });
+      await writeFile(join(dir, path), text);
+    }
+    const { task, warnings } = await importHarborTask(dir, {
+      agent: { harness: "shell", settings: { command: "true" } },
+    });
+    const config = (task.evaluator as { config: Record<string, unknown> }).config;
+    expect(config.outputs_denied).toEqual(RUNNER_CONFIG_FILES.filter((g) => g !== "**/Makefile"));
+    expect(warnings.join("\n")).toContain("**/Makefile: named by the instruction or the tests");
   });
 });
