@@ -29,6 +29,25 @@ export interface OutputRules {
   replace: readonly string[];
 }
 
+/**
+ * `__init__.py` in the dir of each judge file and every dir above it in the work dir: Python
+ * imports the package a test file sits in (pytest does for `test_hidden.py`), so the agent's
+ * `__init__.py` there would run inside the judge's own process. Always denied, whatever the task's
+ * `outputs_denied`; packages elsewhere keep theirs.
+ */
+export function packageInitsAbove(judgeFiles: readonly string[]): string[] {
+  const out = new Set<string>();
+  for (const file of judgeFiles) {
+    const dirs = file
+      .split("/")
+      .filter((p) => p !== "" && p !== ".")
+      .slice(0, -1);
+    for (let i = 0; i <= dirs.length; i++)
+      out.add([...dirs.slice(0, i), "__init__.py"].map((p) => p.replace(/[*?[]/g, "[$&]")).join("/"));
+  }
+  return [...out];
+}
+
 /** The agent's outputs exceed the caps above: the judge does not run (reward 0, reason said). */
 export class OutputsTooLarge extends Error {}
 

@@ -2,7 +2,7 @@ import { TestOnOutputConfig } from "../../shared/schemas/task-settings.ts";
 import type { Trajectory } from "../../shared/schemas/trajectory.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import { MAX_OUTPUT_CHARS } from "../runtime/spawn-group.ts";
-import { judgeInFreshRuntime } from "./agent-outputs.ts";
+import { judgeInFreshRuntime, packageInitsAbove } from "./agent-outputs.ts";
 import type { Evaluation, EvaluationContext, Evaluator } from "./evaluator.ts";
 import { commandTimeoutMs, parseEvaluatorConfig, tail } from "./evaluator-config.ts";
 import { copyEvaluatorFiles } from "./evaluator-files.ts";
@@ -37,7 +37,10 @@ async function outcomeOf(cfg: TestOnOutputConfig, ctx: EvaluationContext): Promi
   return judgeInFreshRuntime(
     ctx,
     cfg.outputs,
-    { denied: cfg.outputs_denied, replace: cfg.outputs_replace },
+    {
+      denied: [...cfg.outputs_denied, ...packageInitsAbove(Object.keys(cfg.files))],
+      replace: cfg.outputs_replace,
+    },
     (reason) => ({ command: cfg.command, mode: "outputs", reason }),
     (fresh, outputs) =>
       judge(fresh, cfg, ctx, {

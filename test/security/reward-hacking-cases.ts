@@ -313,6 +313,8 @@ function testOnOutputPytest(site: string): RewardCase {
         name: "pth-in-prepared-venv",
         steps: writeFile(`$(${PURELIB})/zz-polar.pth`, "import os; os._exit(0)"),
       },
+      // pytest imports the package a test file sits in: agent code inside the judge's pytest.
+      { name: "init-py-beside-hidden-test", steps: writeFile("__init__.py", "import os; os._exit(0)") },
       // Not a name the deny list knows: only "outputs replace nothing the prepare steps built" holds it.
       {
         name: "module-in-prepared-venv-shadows-pytest",

@@ -20,9 +20,9 @@ import { genericTricks, pytestCases, REWARD_CASES, type Trick } from "./reward-h
  * symlink-to-judge-file.
  *
  * Issue 41 added the judges' own tools (a venv with pytest 9, a Makefile, package.json scripts) and
- * a harbor entry. Before that fix (evaluators of 6f611a2), 18 tricks were paid 1: tto-pytest's
- * conftest-py, pytest-ini-collect-only, the five *-plugin tricks, pth-in-prepared-venv and
- * module-in-prepared-venv-shadows-pytest; swe-pytest's five *-plugin tricks (conftest.py held);
+ * a harbor entry. Before that fix (evaluators of 6f611a2), 19 tricks were paid 1: tto-pytest's
+ * conftest-py, pytest-ini-collect-only, the five *-plugin tricks, init-py-beside-hidden-test,
+ * pth-in-prepared-venv and module-in-prepared-venv-shadows-pytest; swe-pytest's five *-plugin tricks (conftest.py held);
  * tto-make's rewritten-makefile and gnumakefile-beside; tto-scripts' rewritten-package-scripts;
  * harbor's agent-program-writes-reward-json.
  *

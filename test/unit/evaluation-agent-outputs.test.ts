@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { copyAgentOutputs } from "../../batch-runner/evaluation/agent-outputs.ts";
+import { copyAgentOutputs, packageInitsAbove } from "../../batch-runner/evaluation/agent-outputs.ts";
 import { rewardFiles } from "../../batch-runner/evaluation/harbor.ts";
 import { importHarborTask } from "../../batch-runner/harbor/import-task.ts";
 import { globMatcher, globsNamedIn } from "../../batch-runner/harbor/path-globs.ts";
@@ -97,6 +97,20 @@ describe("copyAgentOutputs", () => {
     await copyAgentOutputs(agent, judge, ["src"], { denied: [], replace: [] });
     expect(await read(judge, "src/new.py")).toBe("new");
     expect(await read(judge, "src/old.py")).toBe("built");
+  });
+});
+
+describe("packageInitsAbove", () => {
+  it("names the __init__.py of each judge file's dir and every dir above it, glob characters escaped", () => {
+    expect(packageInitsAbove(["check.py", "tests/unit/test_x.py", "we*rd/t.py"])).toEqual([
+      "__init__.py",
+      "tests/__init__.py",
+      "tests/unit/__init__.py",
+      "we[*]rd/__init__.py",
+    ]);
+    const denied = globMatcher(packageInitsAbove(["we*rd/t.py"]));
+    expect(denied("we*rd/__init__.py")).toBe(true);
+    expect(denied("weird/__init__.py")).toBe(false);
   });
 });
 
