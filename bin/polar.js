@@ -2,6 +2,9 @@
 // The CLI is TypeScript run by Node's built-in type stripping, so there is no build step. An older
 // Node cannot even load it (ERR_UNKNOWN_FILE_EXTENSION ".ts"): say which Node is needed, and how to
 // get it, before anything .ts is loaded (hence the dynamic import).
+// Taken first: loading the CLI takes a while, and a launcher that dies meanwhile re-parents us
+// (cli/launcher.ts).
+const parentPid = process.ppid;
 const [major, minor] = process.versions.node.split(".").map(Number);
 if (major < 22 || (major === 22 && minor < 18)) {
   console.error(
@@ -13,7 +16,7 @@ if (major < 22 || (major === 22 && minor < 18)) {
   process.exit(1);
 }
 const { main } = await import("../cli/main.ts");
-main(process.argv.slice(2)).then(
+main(process.argv.slice(2), { parentPid }).then(
   (code) => {
     process.exitCode = code;
   },

@@ -3,6 +3,7 @@ import { ENGINES, type EngineName, isEngineName } from "../shared/engines.ts";
 import { openStore, StoreSpecError } from "../shared/node/open-store.ts";
 import type { ObjectStore } from "../shared/store/object-store.ts";
 import { UsageError } from "./command.ts";
+import { type LaunchCheck, watchLaunch } from "./launcher.ts";
 
 /**
  * Flag handling every `polar` command shares (reading a TASKS.jsonl file is in tasks-file.ts).
@@ -36,23 +37,24 @@ export function engineFlag(value: string | undefined): EngineName {
   return engine;
 }
 
-/** How often a server checks that the process that started it is still there. */
+/** How often a server checks that the process that started it, and its launcher, are still there. */
 const PARENT_POLL_MS = 500;
 
 /**
- * Resolves on the first SIGINT or SIGTERM, or once the process that started this one is gone: how
- * the long-running servers (`policy`, `proxy`, `serve`, `view`) wait. `npx polar view &` then
- * `kill $!` kills npm, which passes no signal on: the server would keep its port forever. An
- * orphan is re-parented (to init or a subreaper), so a changed parent pid means "stop".
+ * Resolves on the first SIGINT or SIGTERM, or once the process that started this one, or the npm
+ * process that launched it, is gone (cli/launcher.ts): how the long-running servers (`policy`,
+ * `proxy`, `serve`, `view`) wait. `npx polar view &` then `kill $!` kills npm, which does not always
+ * pass the signal on: the server would keep its port forever.
  */
-export function untilSignal(parentPid = process.ppid): Promise<void> {
+export function untilSignal(check: LaunchCheck = watchLaunch()): Promise<void> {
   return new Promise<void>((resolve) => {
-    const watch =
-      parentPid > 1
-        ? setInterval(() => {
-            if (process.ppid !== parentPid) stop();
-          }, PARENT_POLL_MS).unref()
-        : undefined;
+    const poll = () => {
+      const gone = check();
+      if (gone === null) return;
+      console.error(`polar: stopping: ${gone}`);
+      stop();
+    };
+    const watch = setInterval(poll, PARENT_POLL_MS).unref();
     const stop = () => {
       clearInterval(watch);
       process.off("SIGINT", stop);
@@ -61,6 +63,7 @@ export function untilSignal(parentPid = process.ppid): Promise<void> {
     };
     process.once("SIGINT", stop);
     process.once("SIGTERM", stop);
+    poll();
   });
 }
 

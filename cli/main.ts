@@ -1,5 +1,6 @@
 import { hint } from "../shared/tasks/validate-task.ts";
 import { type Command, UsageError } from "./command.ts";
+import { noteParentAtStart } from "./launcher.ts";
 
 /** Command name -> lazy loader, so `polar --help` does not load the proxy, tokenizer or AWS SDKs. */
 const commands: Record<string, () => Promise<{ default: Command }>> = {
@@ -40,7 +41,9 @@ async function version(): Promise<string> {
   return `polar ${pkg.version} (node ${process.version})`;
 }
 
-export async function main(argv: string[]): Promise<number> {
+/** `parentPid`: this process's parent as `bin/polar.js` saw it first (cli/launcher.ts). */
+export async function main(argv: string[], launch?: { parentPid: number }): Promise<number> {
+  if (launch) noteParentAtStart(launch.parentPid);
   const [name, ...rest] = argv;
   if (name === "--version" || name === "-V" || name === "version") {
     console.log(await version());
