@@ -16,7 +16,7 @@ import pytest
 from polar_rollouts import SessionResult
 from polar_rollouts.client import ControlClient
 from polar_rollouts.nemo_gym import PolarAgent, make_server
-from polar_rollouts.nemo_gym.gather import Gatherer
+from polar_rollouts.gather import Gatherer
 
 TOKEN = "agent-secret"
 TEMPLATE = {"agent": {"harness": "shell"}, "evaluator": {"strategy": "test_on_output", "config": {"command": "false"}}}

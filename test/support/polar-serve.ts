@@ -1,4 +1,7 @@
-/** `polar serve` (dry-run policy, directory store under `dir`) as a child, for tests that drive its control API. */
+/**
+ * `polar serve` (dry-run policy unless `args` names an `--upstream`, directory store under `dir`)
+ * as a child, for tests that drive its control API.
+ */
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 
@@ -12,12 +15,16 @@ export type PolarServe = {
   stop: () => Promise<void>;
 };
 
-export async function startPolarServe(dir: string): Promise<PolarServe> {
-  const child = spawn(process.execPath, [join(ROOT, "bin/polar.js"), "serve", "--port", "0", "--out", dir], {
-    cwd: ROOT,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, POLAR_CONTROL_TOKEN: "" },
-  });
+export async function startPolarServe(dir: string, args: string[] = []): Promise<PolarServe> {
+  const child = spawn(
+    process.execPath,
+    [join(ROOT, "bin/polar.js"), "serve", "--port", "0", "--out", dir, ...args],
+    {
+      cwd: ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, POLAR_CONTROL_TOKEN: "" },
+    },
+  );
   let out = "";
   child.stdout?.setEncoding("utf8").on("data", (c: string) => {
     out += c;

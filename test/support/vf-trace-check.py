@@ -1,16 +1,21 @@
 """What prime-rl would train on from Polar rollouts under verifiers, beside the Polar shard row of
-the same session; one JSON line per trace. Two ways in, both verifiers' own code:
+the same session; one JSON line per trace. Three ways in, all verifiers' own code:
 
-  vf-trace-check.py run RUN_DIR STORE_DIR    a vf-eval run's traces.jsonl, read with verifiers'
-                                             reader (`read_episodes`, traces as `vf.WireTrace`)
-  vf-trace-check.py serve TASKS STORE_DIR    the first task rolled out through verifiers' env
-                                             server (`EnvServer` + `EnvClient.run` with a
-                                             `TrainClientConfig`): the path prime-rl's
-                                             orchestrator takes
+  vf-trace-check.py run RUN_DIR STORE_DIR     a vf-eval run's traces.jsonl, read with verifiers'
+                                              reader (`read_episodes`, traces as `vf.WireTrace`)
+  vf-trace-check.py serve TASKS STORE_DIR     the first task rolled out through verifiers' env
+                                              server (`EnvServer` + `EnvClient.run` with a
+                                              `TrainClientConfig`): the path prime-rl's
+                                              orchestrator takes, with its model name and
+                                              cache_salt ($VF_MODEL, $VF_CACHE_SALT, $VF_BASE_URL;
+                                              $VF_REGISTER=1 registers the client's engine)
+  vf-trace-check.py hostile TASKS STORE_DIR   the same, the task's request altered on the wire
+                                              (its judge's command replaced by `true`)
 """
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,7 +29,9 @@ from verifiers.v1.utils.trace_store import read_episodes
 
 
 def describe(trace: Any, store: Path) -> dict[str, Any]:
-    polar = trace.info["polar"]
+    polar = trace.info.get("polar")
+    if polar is None:
+        return {"task": trace.task.data.name, "ok": trace.ok, "errors": [str(e) for e in trace.errors]}
     shard = (store / "trajectories" / f"{polar['task_id']}.jsonl").read_text().splitlines()
     return {
         "task": trace.task.data.name,
@@ -35,14 +42,21 @@ def describe(trace: Any, store: Path) -> dict[str, Any]:
         "branches": [
             {"token_ids": b.token_ids, "sampled_mask": b.sampled_mask, "logprobs": b.logprobs} for b in trace.branches
         ],
-        "shard": [json.loads(row) for row in shard if row.strip()],
+        "shard": [row for row in map(json.loads, filter(str.strip, shard)) if row["session_id"] == polar["session_id"]],
     }
 
 
-async def serve(tasks: str) -> list[Any]:
-    # The env config as vf-eval resolves it from flags (narrowed to the taskset's classes).
+async def serve(tasks: str, hostile: bool) -> tuple[list[Any], str]:
+    # The env config as vf-eval resolves it from flags (narrowed to the taskset's classes); the
+    # harness table is what a prime-rl TOML's [env.agent.harness] holds.
+    harness = {"id": "polar-verifiers", "register_client": os.environ.get("VF_REGISTER") == "1"}
     config = resolve_env_field(
-        {"env": {"taskset": {"id": "polar-verifiers", "tasks": tasks}, "agent": {"runtime": {"type": "subprocess"}}}}
+        {
+            "env": {
+                "taskset": {"id": "polar-verifiers", "tasks": tasks},
+                "agent": {"runtime": {"type": "subprocess"}, "harness": harness},
+            }
+        }
     )["env"]
     server = EnvServer(config, address="tcp://127.0.0.1:0")
     running = asyncio.create_task(server.run())
@@ -50,22 +64,30 @@ async def serve(tasks: str) -> list[Any]:
     try:
         await client.wait_for_server_startup(timeout=60)
         task = next(iter(load_taskset(config.taskset)))
+        data = task.data.model_dump()
+        if hostile:
+            data["request"]["evaluator"] = {"strategy": "test_on_output", "config": {"command": "true"}}
+        # prime-rl's Env.run: its per-step model name (a LoRA adapter) and cache_salt in extra_body.
+        salt = os.environ.get("VF_CACHE_SALT")
         episode = await client.run(
-            vf.TrainClientConfig(base_url="http://127.0.0.1:9/v1"),
-            "policy",
-            vf.SamplingConfig(temperature=1.0),
-            task.data.model_dump(),
+            vf.TrainClientConfig(base_url=os.environ.get("VF_BASE_URL", "http://127.0.0.1:9/v1")),
+            os.environ.get("VF_MODEL", "policy"),
+            vf.SamplingConfig(temperature=1.0, **({"extra_body": {"cache_salt": salt}} if salt else {})),
+            data,
         )
-        return list(episode.traces)
+        # What the orchestrator received, whole, as JSON: no secret of the server may be in it.
+        return list(episode.traces), episode.model_dump_json()
     finally:
         await client.close()
         running.cancel()
 
 
 mode, source, store = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+wire = ""
 if mode == "run":
     traces = [t for episode in read_episodes(Path(source), vf.WireTrace) for t in episode.traces]
 else:
-    traces = asyncio.run(serve(source))
+    traces, wire = asyncio.run(serve(source, hostile=mode == "hostile"))
+token = os.environ.get("POLAR_CONTROL_TOKEN", "")
 for trace in traces:
-    print(json.dumps(describe(trace, store)))
+    print(json.dumps({**describe(trace, store), "wire_has_token": bool(token) and token in wire}))

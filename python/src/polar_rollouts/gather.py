@@ -1,16 +1,17 @@
-"""Repeats of one row, sent as separate ``/run`` calls, gathered into one Polar task.
+"""Repeats of one prompt, asked for one at a time, gathered into one Polar task.
 
 A trainer's group (NeMo Gym's ``+num_repeats``, TRL's ``num_generations``, NeMo RL's
-``num_generations_per_prompt``) arrives as N ``/run`` calls with the same row, differing only in
-``_ng_rollout_index`` or ``_rowidx``. They become one task with ``num_samples`` N, so Polar's
-group (its group id, its per-sample behaviour, its group shard) is the trainer's group.
+``num_generations_per_prompt``, verifiers' rollouts per example) arrives as N separate requests
+for the same prompt (NeMo Gym ``/run`` calls, verifiers ``Harness.launch`` calls). They become
+one task with ``num_samples`` N, so Polar's group (its group id, its per-sample behaviour, its
+group shard) is the trainer's group.
 
-How a group forms: the first ``/run`` of a row opens it; every ``/run`` of the same row joins
-until the group has ``group_size`` members (when the operator gives it) or ``gather_s`` seconds
-pass without a new one; then one task is submitted and each member waits for its own session.
-A ``/run`` of the same row after that starts a new group (a new step's sample, never an old
-session); one carrying the repeat key of a member still waiting is a re-send (NeMo Gym re-sends
-after a dropped connection) and waits for that member's session.
+How a group forms: the first request of a prompt opens it; every request with the same identity
+joins until the group has ``group_size`` members (when the operator gives it) or ``gather_s``
+seconds pass without a new one; then one task is submitted and each member waits for its own
+session. A request after that starts a new group (a new step's sample, never an old session);
+one carrying the repeat key of a member still waiting is a re-send (NeMo Gym re-sends after a
+dropped connection) and waits for that member's session.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..client import TaskFailed
-from ..results import SessionResult
+from .client import TaskFailed
+from .results import SessionResult
 
 # submit(task) -> the group's session results as they land (ControlClient.submit + stream_results).
 Drive = Callable[[dict[str, Any]], Iterator[SessionResult]]
@@ -41,6 +42,19 @@ class _Group:
     last_join: float
     members: list[_Member] = field(default_factory=list)
     closed: bool = False
+
+
+@dataclass
+class Ticket:
+    identity: str
+    repeat: Hashable | None
+    group: _Group
+    member: _Member
+    task: dict[str, Any] | None  # given to the member that submits the group
+
+    @property
+    def task_id(self) -> str:
+        return self.group.task_id
 
 
 class Gatherer:
@@ -66,7 +80,13 @@ class Gatherer:
     def run(
         self, identity: str, base: str, task: dict[str, Any], repeat: Hashable | None, *, timeout_s: float
     ) -> tuple[str, int, int, SessionResult]:
-        """``(task_id, sample_index, group size, result)`` of this /run's session."""
+        """``(task_id, sample_index, group size, result)`` of this request's session."""
+        ticket = self.join(identity, base, task, repeat)
+        result = self.wait(ticket, timeout_s=timeout_s)
+        return ticket.group.task_id, ticket.member.sample_index, len(ticket.group.members), result
+
+    def join(self, identity: str, base: str, task: dict[str, Any], repeat: Hashable | None) -> Ticket:
+        """This request's place in its prompt's group (the group's task id is known at once)."""
         leader = False
         with self._lock:
             found = self._waiting.get((identity, repeat)) if repeat is not None else None
@@ -89,16 +109,21 @@ class Gatherer:
                 if self._group_size and len(group.members) >= self._group_size:
                     self._close(identity, group)
                 self._lock.notify_all()
+        return Ticket(identity, repeat, group, member, task if leader else None)
+
+    def wait(self, ticket: Ticket, *, timeout_s: float) -> SessionResult:
+        """Blocks until the ticket's session has its result (the group's first member also
+        closes the group and submits it)."""
         try:
-            if leader:
-                self._wait_closed(identity, group)
-                threading.Thread(target=self._run_group, args=(group, task), daemon=True).start()
-            result = member.answer.result(timeout=timeout_s)
-            return group.task_id, member.sample_index, len(group.members), result
+            if ticket.task is not None:
+                self._wait_closed(ticket.identity, ticket.group)
+                threading.Thread(target=self._run_group, args=(ticket.group, ticket.task), daemon=True).start()
+            return ticket.member.answer.result(timeout=timeout_s)
         finally:
             with self._lock:
-                if repeat is not None and self._waiting.get((identity, repeat), (None, None))[1] is member:
-                    del self._waiting[(identity, repeat)]
+                key = (ticket.identity, ticket.repeat)
+                if ticket.repeat is not None and self._waiting.get(key, (None, None))[1] is ticket.member:
+                    del self._waiting[key]
 
     def _close(self, identity: str, group: _Group) -> None:
         group.closed = True

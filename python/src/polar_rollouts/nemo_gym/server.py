@@ -31,7 +31,7 @@ from typing import Any
 
 from ..client import ControlApiError, ControlClient, TaskFailed
 from ..results import SessionResult
-from .gather import Gatherer
+from ..gather import Gatherer
 from .response import verify_response
 from .rows import DEFAULT_ROW_FIELDS, RowError, repeat_key, row_identity, task_for_row
 

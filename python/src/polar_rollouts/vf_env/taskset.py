@@ -1,10 +1,16 @@
 """The verifiers ``Taskset`` of Polar tasks: a TaskRequest JSONL file (docs/tasks.md), one
-verifiers task per line; each rollout of it runs as one Polar session (harness.py), and its
-reward is the one Polar's evaluator gave the session."""
+verifiers task per line; each rollout of it runs as one session of a Polar task (harness.py),
+and its reward is the one Polar's evaluator gave the session.
+
+The file is the operator's: a task reaches verifiers' env server as data a client sends (prime-rl's
+orchestrator, or anyone who can reach the server's address), so the harness runs a task only as
+this process's own file has it (``operator_request``), never as the wire carries it.
+"""
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +19,10 @@ from verifiers.v1.task import Task, TaskData
 from verifiers.v1.taskset import Taskset, TasksetConfig
 from verifiers.v1.trace import Trace
 from verifiers.v1.utils.decorators import reward
+
+# The task files the tasksets of this process were configured with (the operator's).
+_FILES: set[Path] = set()
+_LOCK = threading.Lock()
 
 
 class PolarTasksetConfig(TasksetConfig):
@@ -23,7 +33,7 @@ class PolarTasksetConfig(TasksetConfig):
 
 class PolarData(TaskData):
     request: dict[str, Any]
-    """The TaskRequest as written in the file; each rollout submits it as one session."""
+    """The TaskRequest as written in the file; each rollout submits it as one sample of a group."""
 
 
 class PolarTask(Task[PolarData]):
@@ -38,18 +48,42 @@ class PolarTask(Task[PolarData]):
 
 
 class PolarTaskset(Taskset[PolarTask, PolarTasksetConfig]):
+    def __init__(self, config: PolarTasksetConfig) -> None:
+        super().__init__(config)
+        if config.tasks is not None:
+            with _LOCK:
+                _FILES.add(config.tasks.expanduser().resolve())
+
     def load(self) -> Iterator[PolarTask]:
         if self.config.tasks is None:
             raise ValueError("the polar-verifiers taskset needs a Polar task file: --env.taskset.tasks FILE.jsonl")
-        path = self.config.tasks.expanduser().resolve()
-        with path.open(encoding="utf-8") as lines:
-            for n, line in enumerate(lines, start=1):
-                if not line.strip():
-                    continue
-                request = json.loads(line)
-                if not isinstance(request, dict) or not request.get("task_id") or not request.get("instruction"):
-                    raise ValueError(f"{path}:{n}: a TaskRequest with task_id and instruction (docs/tasks.md)")
-                yield PolarTask(
-                    PolarData(id=request["task_id"], name=request["task_id"], prompt=request["instruction"], request=request),
-                    self.config.task,
-                )
+        for request in read_tasks(self.config.tasks.expanduser().resolve()):
+            yield PolarTask(
+                PolarData(id=request["task_id"], name=request["task_id"], prompt=request["instruction"], request=request),
+                self.config.task,
+            )
+
+
+def read_tasks(path: Path) -> list[dict[str, Any]]:
+    requests = []
+    with path.open(encoding="utf-8") as lines:
+        for n, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            request = json.loads(line)
+            if not isinstance(request, dict) or not request.get("task_id") or not request.get("instruction"):
+                raise ValueError(f"{path}:{n}: a TaskRequest with task_id and instruction (docs/tasks.md)")
+            requests.append(request)
+    return requests
+
+
+def operator_request(task_id: str) -> tuple[dict[str, Any] | None, list[Path]]:
+    """The request of ``task_id`` in this process's task files (read now: an edited file counts),
+    and the files looked in."""
+    with _LOCK:
+        files = sorted(_FILES)
+    for path in files:
+        for request in read_tasks(path):
+            if request["task_id"] == task_id:
+                return request, files
+    return None, files
