@@ -110,6 +110,18 @@ describe("sampling semantics", () => {
     });
   });
 
+  it("sends the task's cache_salt to the engine on every call, over the harness's", async () => {
+    // prime-rl salts each policy step so that KV blocks of old weights never serve new prompts.
+    const { app, bodies } = makeApp(() => vllmAnswer(), { auth: "token", signingKey: KEY });
+    const token = await mintSessionToken(
+      { sessionId: "s1", taskId: "t1", sampling: { cache_salt: "step-3" } },
+      KEY,
+    );
+    await app.request("/v1/chat/completions", chat({}, token));
+    await app.request("/v1/chat/completions", chat({ cache_salt: "stale" }, token));
+    expect(bodies.map((b) => (b as { cache_salt?: string }).cache_salt)).toEqual(["step-3", "step-3"]);
+  });
+
   it("keeps a harness max_tokens below the task's cap and records only what was sent", async () => {
     const { app, store, bodies } = makeApp(() => vllmAnswer(), { auth: "token", signingKey: KEY });
     const token = await mintSessionToken(
