@@ -23,4 +23,11 @@ export const AgentSampling = z.strictObject({
 export type AgentSampling = z.infer<typeof AgentSampling>;
 
 /** The params `agent.sampling` sets outright (max_tokens is a cap, handled apart). */
-export const OVERRIDDEN_SAMPLING_PARAMS = ["temperature", "top_p", "top_k", "min_p", "seed", "cache_salt"] as const;
+export const OVERRIDDEN_SAMPLING_PARAMS = [
+  "temperature",
+  "top_p",
+  "top_k",
+  "min_p",
+  "seed",
+  "cache_salt",
+] as const;
