@@ -33,7 +33,8 @@ export function applyTaskSampling(
   for (const param of OVERRIDDEN_SAMPLING_PARAMS) {
     const value = task[param];
     if (value === undefined) continue;
-    out[param] = value;
+    // A number for the sampling params, a string for cache_salt (an engine flag of ChatRequest).
+    (out as Record<string, unknown>)[param] = value;
     overrides.push(param);
   }
   const cap = task.max_tokens;
