@@ -1,7 +1,8 @@
 """NeMo RL at 7ea279ab: the adapter's batch through the steps of NeMo RL's GRPO loop after a rollout
 (``grpo_train`` in nemo_rl/algorithms/grpo.py): ``extract_initial_prompt_messages`` with
 ``length``, ``batched_message_log_to_flat_message``, ``add_grpo_token_loss_masks_and_generation_logprobs``
-and ``GRPOAdvantageEstimator``, vendored unchanged (python/tests/vendor/nemo_rl).
+and ``GRPOAdvantageEstimator``, imported from the clone $POLAR_NEMO_RL_CHECKOUT names
+(support/checkouts.py; skipped with the reason when unset).
 
 The numbers (support/trainer_shard.py, Polar's session rule, plain GRPO: NeMo RL's
 ``use_leave_one_out_baseline=False``): tools-0, tools-1, tools-2 get 0.577, 0.577, -1.155; the
@@ -18,11 +19,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-import support.vendored  # noqa: F401
 import torch
-from nemo_rl.algorithms.advantage_estimator import AdvEstimatorConfig, GRPOAdvantageEstimator
-from nemo_rl.algorithms.grpo import add_grpo_token_loss_masks_and_generation_logprobs, extract_initial_prompt_messages
-from nemo_rl.data.llm_message_utils import batched_message_log_to_flat_message
+from support.checkouts import checkout, nemo_rl_imports
 from support.rows import row
 from support.trainer_shard import PAD, POLAR_ADVANTAGE, scored_traces, shard_traces, with_distinct_samples
 
@@ -30,6 +28,15 @@ from polar_rollouts import Trace
 from polar_rollouts.adapters.behaviour_logprobs import LogprobsError
 from polar_rollouts.adapters.nemo_rl import PolarGRPOAdvantageEstimator, to_datum, to_message_log, to_repeated_batch
 from polar_rollouts.adapters.rewards import MissingRewardError
+
+checkout("POLAR_NEMO_RL_CHECKOUT")
+with nemo_rl_imports():
+    from nemo_rl.algorithms.advantage_estimator import AdvEstimatorConfig, GRPOAdvantageEstimator
+    from nemo_rl.algorithms.grpo import (
+        add_grpo_token_loss_masks_and_generation_logprobs,
+        extract_initial_prompt_messages,
+    )
+    from nemo_rl.data.llm_message_utils import batched_message_log_to_flat_message
 
 
 def batch_of(traces: list[Trace]) -> dict[str, Any]:

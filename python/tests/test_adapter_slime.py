@@ -1,6 +1,7 @@
 """slime at 624b824a: the adapter's samples through slime's own Sample.from_dict,
 RolloutManager._convert_samples_to_train_data (reward normalisation, loss masks, rollout ids) and
-the loss reducer get_sum_of_sample_mean, vendored unchanged (python/tests/vendor/slime).
+the loss reducer get_sum_of_sample_mean, imported from the clone $POLAR_SLIME_CHECKOUT names
+(support/checkouts.py; skipped with the reason when unset).
 
 The numbers (support/trainer_shard.py, Polar's session rule): tools-0, tools-1, tools-2 get 0.577,
 0.577, -1.155; the split-0 traces 1.155, the four other split traces -0.577. slime's own
@@ -16,18 +17,23 @@ from typing import Any
 
 import numpy as np
 import pytest
-import support.vendored  # noqa: F401
 import torch
-from slime.backends.megatron_utils.cp_utils import get_sum_of_sample_mean
-from slime.ray.rollout import RolloutManager
-from slime.utils.ppo_utils import get_grpo_returns
-from slime.utils.types import Sample
+from support.checkouts import SLIME_STUBS, checkout, stubbed
 from support.rows import row
 from support.trainer_shard import POLAR_ADVANTAGE, scored_traces, shard_traces
 
 from polar_rollouts import Trace
 from polar_rollouts.adapters.rewards import MissingRewardError
 from polar_rollouts.adapters.slime import to_slime_samples
+
+checkout("POLAR_SLIME_CHECKOUT")
+# GPU-only packages slime's modules import at the top; one GPU, no context parallelism.
+with stubbed(*SLIME_STUBS, megatron__core__mpu={"get_context_parallel_world_size": lambda: 1}):
+    from slime.backends.megatron_utils.cp_utils import get_sum_of_sample_mean
+    from slime.ray.rollout import RolloutManager as RolloutActor
+    from slime.utils.misc import load_function
+    from slime.utils.ppo_utils import get_grpo_returns
+    from slime.utils.types import Sample
 
 HOOK = "polar_rollouts.adapters.slime.post_process_rewards"
 
@@ -46,6 +52,17 @@ def slime_args(**over: Any) -> Namespace:
     return Namespace(**{**base, **over})
 
 
+def rollout_manager(args: Namespace) -> Any:
+    """slime's RolloutManager class itself (under its ray.remote wrapper), with the attributes its
+    __init__ sets for these methods; the rest of __init__ starts SGLang engines."""
+    manager = RolloutActor.__ray_actor_class__.__new__(RolloutActor.__ray_actor_class__)
+    manager.args = args
+    path = args.custom_reward_post_process_path
+    manager.custom_reward_post_process_func = load_function(path) if path is not None else None
+    manager.custom_convert_samples_to_train_data_func = None
+    return manager
+
+
 def samples_of(traces: list[Trace]) -> list[Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the dry-run shard's raw logprobs with no params sent
@@ -54,7 +71,7 @@ def samples_of(traces: list[Trace]) -> list[Any]:
 
 def train_data(traces: list[Trace], **over: Any) -> tuple[list[Any], dict[str, Any]]:
     samples = samples_of(traces)
-    return samples, RolloutManager(slime_args(**over))._convert_samples_to_train_data(samples)
+    return samples, rollout_manager(slime_args(**over))._convert_samples_to_train_data(samples)
 
 
 def session_of(sample: Any) -> str:
@@ -127,9 +144,35 @@ def test_sample_fields_status_and_versions() -> None:
     samples = samples_of(traces)
     # Grouped: a's traces, then b's.
     assert [session_of(s) for s in samples] == ["a-0", "a-1", "b-0", "b-1"]
-    assert [s.group_index for s in samples] == [0, 0, 1, 1]
+    g = [s.group_index for s in samples]
+    assert g[0] == g[1] and g[2] == g[3] and g[0] != g[2]
     assert [s.status.value for s in samples] == ["completed", "failed", "aborted", "truncated"]
     assert samples[0].weight_versions == ["3", "4"] and samples[2].weight_versions == []
     assert samples[0].metadata["polar"]["orphan"] is True
     assert samples[0].tokens == [1, 2, 3, 10, 11, 12, 13] and samples[0].response_length == 4
     assert samples[0].rollout_log_probs == [-0.5, -0.25, 0.0, -1.0]
+
+
+def test_ids_stay_unique_across_calls() -> None:
+    """Samples built one group per call and concatenated (as slime's list[list[Sample]] invites):
+    numbers restarting per call gave [0,1,2,0,0,1,1,2,2] and merged sessions of different groups
+    in slime's loss."""
+    from polar_rollouts import group_by
+
+    samples = [s for group in group_by(scored_traces()).values() for s in samples_of(group)]
+    manager = rollout_manager(slime_args())
+    data = manager._convert_samples_to_train_data(samples)
+    sessions = [session_of(s) for s in samples]
+    ids = data["rollout_ids"]
+    assert len(set(ids)) == len(set(sessions)) == 6
+    assert all(len({i for i, x in zip(ids, sessions) if x == sess}) == 1 for sess in sessions)
+    assert len({s.group_index for s in samples}) == 2 and len({s.index for s in samples}) == len(samples)
+    np.testing.assert_allclose(data["rewards"], [POLAR_ADVANTAGE[x] for x in sessions], rtol=1e-5)
+    reducer = get_sum_of_sample_mean(
+        [len(s.tokens) for s in samples],
+        data["response_lengths"],
+        [torch.tensor(m) for m in data["loss_masks"]],
+        [torch.tensor(x) for x in data["rollout_mask_sums"]],
+        False,
+    )
+    assert reducer(torch.ones(sum(data["response_lengths"]))).item() == pytest.approx(6.0)

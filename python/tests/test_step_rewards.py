@@ -13,10 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import support.vendored  # noqa: F401
 import torch
 from conftest import trainer_module
-from slime.utils.types import Sample
 from support.rows import row, write_parquet
 
 from polar_rollouts import StepReward, read_shard, read_shard_file
@@ -99,6 +97,12 @@ def test_verls_reinforce_plus_plus_credits_each_turn_by_its_own_reward() -> None
 
 
 def test_slime_samples_carry_them_in_metadata() -> None:
+    from support.checkouts import SLIME_STUBS, checkout, stubbed
+
+    checkout("POLAR_SLIME_CHECKOUT")
+    with stubbed(*SLIME_STUBS):
+        from slime.utils.types import Sample
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         samples = [Sample.from_dict(d) for d in to_slime_samples(traces())]

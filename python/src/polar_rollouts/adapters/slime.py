@@ -13,6 +13,7 @@ session's traces as one rollout instead of counting each trace as its own.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -83,17 +84,29 @@ def to_slime_sample(
     }
 
 
+# slime's loss averages per ``rollout_id`` over the whole training batch (``rollout_mask_sums``),
+# and a batch is often built from several calls (one group at a time, as slime's
+# ``list[list[Sample]]`` invites): numbers restarting at 0 on each call would merge sessions of
+# different groups. So every call draws from these process-wide counters.
+_next_group = itertools.count()
+_next_rollout = itertools.count()
+_next_index = itertools.count()
+
+
 def to_slime_samples(traces: Sequence[Trace], **kwargs: Any) -> list[dict[str, Any]]:
     """One dict per trace, a group's traces next to each other (first-seen group order);
-    ``group_index`` numbers the groups, ``rollout_id`` the sessions, ``index`` the samples. A trace
+    ``group_index`` numbers the groups, ``rollout_id`` the sessions, ``index`` the samples, each
+    unique across calls in this process (so samples of several calls can be concatenated). A trace
     without a reward (or logprobs, unless ``rollout_logprobs=False``) is refused by name."""
     require_rewards(traces)
     ordered = [t for group in group_by(traces).values() for t in group]
-    groups = {gid: n for n, gid in enumerate(group_by(ordered))}
-    sessions = {sid: n for n, sid in enumerate(dict.fromkeys(t.session_id for t in ordered))}
+    groups = {gid: next(_next_group) for gid in group_by(ordered)}
+    sessions = {sid: next(_next_rollout) for sid in dict.fromkeys(t.session_id for t in ordered)}
     return [
-        to_slime_sample(t, group_index=groups[t.group_id], index=i, rollout_id=sessions[t.session_id], **kwargs)
-        for i, t in enumerate(ordered)
+        to_slime_sample(
+            t, group_index=groups[t.group_id], index=next(_next_index), rollout_id=sessions[t.session_id], **kwargs
+        )
+        for t in ordered
     ]
 
 
