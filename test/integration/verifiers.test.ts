@@ -272,6 +272,15 @@ describe.skipIf(!venv.ok)("verifiers on the polar-verifiers taskset", () => {
     expect(JSON.stringify(await replicas.json())).toContain(other.url);
   }, 300_000);
 
+  it("refuses a sampling field Polar cannot apply to the session's calls, naming it", async () => {
+    const [t] = await checked("serve", join(ROOT, "examples/tasks.jsonl"), {
+      ...env,
+      VF_SAMPLING: JSON.stringify({ presence_penalty: 1.5 }),
+    });
+    expect(t.ok).toBe(false);
+    expect(JSON.stringify(t.errors)).toContain("sampling presence_penalty: Polar cannot apply it");
+  }, 300_000);
+
   it("runs a task only as the environment's own file has it, never as an env-server client sends it", async () => {
     const before = await readdir(join(store, "tasks"));
     const [t] = await checked("hostile", join(ROOT, "examples/tasks.jsonl"));

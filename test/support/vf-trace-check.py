@@ -7,7 +7,8 @@ the same session; one JSON line per trace. Three ways in, all verifiers' own cod
                                               server (`EnvServer` + `EnvClient.run` with a
                                               `TrainClientConfig`): the path prime-rl's
                                               orchestrator takes, with its model name and
-                                              cache_salt ($VF_MODEL, $VF_CACHE_SALT, $VF_BASE_URL;
+                                              cache_salt ($VF_MODEL, $VF_CACHE_SALT, $VF_BASE_URL,
+                                              more sampling as JSON in $VF_SAMPLING;
                                               $VF_REGISTER=1 registers the client's engine)
   vf-trace-check.py hostile TASKS STORE_DIR   the same, the task's request altered on the wire
                                               (its judge's command replaced by `true`)
@@ -72,7 +73,11 @@ async def serve(tasks: str, hostile: bool) -> tuple[list[Any], str]:
         episode = await client.run(
             vf.TrainClientConfig(base_url=os.environ.get("VF_BASE_URL", "http://127.0.0.1:9/v1")),
             os.environ.get("VF_MODEL", "policy"),
-            vf.SamplingConfig(temperature=1.0, **({"extra_body": {"cache_salt": salt}} if salt else {})),
+            vf.SamplingConfig(
+                temperature=1.0,
+                **({"extra_body": {"cache_salt": salt}} if salt else {}),
+                **json.loads(os.environ.get("VF_SAMPLING", "{}")),
+            ),
             data,
         )
         # What the orchestrator received, whole, as JSON: no secret of the server may be in it.

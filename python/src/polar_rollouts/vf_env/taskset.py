@@ -77,13 +77,22 @@ def read_tasks(path: Path) -> list[dict[str, Any]]:
     return requests
 
 
+# path -> (its mtime and size when read, its requests by task id): a rollout looks its task up
+# without reading a large file again, and an edited file is read anew.
+_BY_ID: dict[Path, tuple[tuple[int, int], dict[str, dict[str, Any]]]] = {}
+
+
 def operator_request(task_id: str) -> tuple[dict[str, Any] | None, list[Path]]:
-    """The request of ``task_id`` in this process's task files (read now: an edited file counts),
-    and the files looked in."""
+    """The request of ``task_id`` in this process's task files, and the files looked in."""
     with _LOCK:
         files = sorted(_FILES)
-    for path in files:
-        for request in read_tasks(path):
-            if request["task_id"] == task_id:
-                return request, files
+        for path in files:
+            stat = path.stat()
+            stamp = (stat.st_mtime_ns, stat.st_size)
+            cached = _BY_ID.get(path)
+            if cached is None or cached[0] != stamp:
+                cached = (stamp, {r["task_id"]: r for r in read_tasks(path)})
+                _BY_ID[path] = cached
+            if task_id in cached[1]:
+                return cached[1][task_id], files
     return None, files
