@@ -10,8 +10,9 @@ session runs examples/agents/two-turn-agent.mjs (two model calls through the pro
 token-out, so one spliced trace per session), scored by the test_on_output evaluator running
 examples/rl/lowercase-score.mjs. The trainer reads the group shards with polar_rollouts, checks
 them (versions, masks, logprobs), takes a GRPO step in PyTorch (transformers Qwen3ForCausalLM,
-float32) and pushes the weights to the engine: pause, save, reload_weights, update_weight_version
-(the proxy reads the engine's /weight_info around every call), resume. `--mode one-step-off` samples iteration i+1
+float32) and pushes the weights to the engine with polar_rollouts.weight_sync (pause, save,
+reload_weights, update_weight_version, resume; the proxy reads the engine's /weight_info around
+every call). `--mode one-step-off` samples iteration i+1
 while the step on iteration i runs (one step stale, bounded by --max-staleness).
 
 Writes DIR/curve.jsonl (one object per iteration), DIR/curve.png (reward against version),
@@ -45,6 +46,7 @@ sys.path.insert(0, str(ROOT / "examples" / "rl"))
 from curve_png import reward_curve_png  # noqa: E402
 
 from polar_rollouts import ControlClient, Trace, TraceFilter, filter_traces, grpo_advantages  # noqa: E402
+from polar_rollouts.weight_sync import VllmWeightSync, WeightSyncError  # noqa: E402
 
 PROMPTS = [
     "Write a few words in lowercase letters only.",
@@ -71,18 +73,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def http(method: str, url: str, body: Any = None, token: str | None = None, timeout: float = 60.0) -> Any:
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, method=method)
-    if data is not None:
-        req.add_header("content-type", "application/json")
-    if token:
-        req.add_header("authorization", f"Bearer {token}")
-    with urllib.request.urlopen(req, timeout=timeout) as res:
-        raw = res.read()
-    return json.loads(raw) if raw.strip() else None
 
 
 def wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout_s: float) -> None:
@@ -219,19 +209,17 @@ def main(argv: list[str]) -> int:
         subprocess.run(["bash", str(ROOT / "scripts" / "engine.sh"), "setup"], check=True, cwd=ROOT)
     # A copy: each sync overwrites the weights file the engine reloads from.
     shutil.copytree(tiny, model_dir)
-    config = json.loads((model_dir / "config.json").read_text())
-    if config.get("tie_word_embeddings", True):
-        # Measured on vLLM 0.32 CPU: reload_weights fails to load a tied LM head and keeps the
-        # stale one, silently (docs: README "RL on one CPU machine").
-        raise SystemExit("rl_on_cpu: refusing a model with tied embeddings: vLLM's hot reload keeps a stale LM head")
-
-    from safetensors import safe_open
-    from safetensors.torch import save_file
     from transformers import Qwen3ForCausalLM
 
-    weights_file = model_dir / "model.safetensors"
-    with safe_open(str(weights_file), "pt") as f:
-        engine_keys = sorted(f.keys())
+    engine_port, proxy_port = free_port(), free_port()
+    engine_url = f"http://127.0.0.1:{engine_port}"
+    try:
+        # The shared vLLM weight sync (pause keeping requests, save, reload_weights, version,
+        # resume). It refuses tied embeddings, whose LM head vLLM 0.32 fails to reload, silently.
+        weight_sync = VllmWeightSync(engine_url, model_dir, version_source="engine")
+    except WeightSyncError as err:
+        raise SystemExit(f"rl_on_cpu: {err}") from None
+    engine_keys = [k for keys in weight_sync.files.values() for k in keys]
     model = Qwen3ForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32, attn_implementation="eager")
     model.train()
     check_model = Qwen3ForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32, attn_implementation="eager")
@@ -241,8 +229,6 @@ def main(argv: list[str]) -> int:
         raise SystemExit(f"rl_on_cpu: trainer lacks engine weights {sorted(missing)[:3]}")
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0, betas=(0.9, 0.99))
 
-    engine_port, proxy_port = free_port(), free_port()
-    engine_url = f"http://127.0.0.1:{engine_port}"
     control_token = secrets.token_hex(16)
     engine_log, serve_log = out / "engine.log", out / "serve.log"
     env = {**os.environ, "POLAR_CONTROL_TOKEN": ""}
@@ -256,7 +242,7 @@ def main(argv: list[str]) -> int:
             stdout=engine_log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT, env=env,
         )  # fmt: skip
         wait_healthy(f"{engine_url}/health", engine, engine_log, 300)
-        http("POST", f"{engine_url}/update_weight_version", {"new_version": "0"})
+        weight_sync.set_version(0)
         node = shutil.which("node")
         if node is None:
             raise SystemExit("rl_on_cpu: node (>= 22.18) must be on PATH for polar serve")
@@ -270,8 +256,7 @@ def main(argv: list[str]) -> int:
         print(f"rl_on_cpu: engine {engine_url}, polar serve {proxy_url}, store {out / 'store'} "
               f"(ready in {time.monotonic() - t_start:.0f}s)", flush=True)  # fmt: skip
         client = ControlClient(proxy_url, control_token)
-        return train(args, out, model, check_model, optimizer, engine_keys, weights_file, save_file,
-                     client, engine_url, t_start)  # fmt: skip
+        return train(args, out, model, check_model, optimizer, weight_sync, client, t_start)
     finally:
         stop(serve, signal.SIGINT)
         stop(engine, signal.SIGTERM)
@@ -279,8 +264,7 @@ def main(argv: list[str]) -> int:
 
 def train(
     args: argparse.Namespace, out: Path, model: Any, check_model: Any, optimizer: torch.optim.Optimizer,
-    engine_keys: list[str], weights_file: Path, save_file: Any, client: ControlClient,
-    engine_url: str, t_start: float,
+    weight_sync: VllmWeightSync, client: ControlClient, t_start: float,
 ) -> int:  # fmt: skip
     run_id = f"rl-s{args.seed}-{secrets.token_hex(3)}"
     version = 0  # the trainer's weights; the engine serves the same after each sync
@@ -301,20 +285,16 @@ def train(
 
     def sync(new_version: int) -> float:
         t0 = time.monotonic()
-        # keep: in-flight requests freeze and finish under the new weights (their captures then
-        # span the update: policy_version != policy_version_end). Nothing is in flight in sync mode.
-        http("POST", f"{engine_url}/pause?mode=keep")
-        state = model.state_dict()
-        save_file({k: state[k].detach().contiguous() for k in engine_keys}, str(weights_file), metadata={"format": "pt"})
-        if args.broken != "skip-reload":
-            http("POST", f"{engine_url}/collective_rpc", {"method": "reload_weights"})
+        if args.broken == "skip-reload":
+            # A sync that silently does nothing: the engine keeps the old weights under the new name.
+            weight_sync.set_version(new_version)
+            return time.monotonic() - t0
         # The proxy reads /weight_info before and after every call: nothing to tell it.
-        http("POST", f"{engine_url}/update_weight_version", {"new_version": str(new_version)})
-        reported = http("GET", f"{engine_url}/weight_info")["weight_version"]
-        if reported != str(new_version):
-            failures.append(f"engine reports weight version {reported!r} after the sync to {new_version}")
-        http("POST", f"{engine_url}/resume")
-        return time.monotonic() - t0
+        try:
+            return weight_sync.push(model, new_version).seconds
+        except WeightSyncError as err:  # e.g. the engine reports another version than the one pushed
+            failures.append(str(err))
+            return time.monotonic() - t0
 
     pending = submit(0)
     for iteration in range(args.iterations):
