@@ -1,7 +1,8 @@
 import { readdir } from "node:fs/promises";
-import { basename, join } from "node:path";
+import { basename, join, resolve } from "node:path";
 import { isValidId } from "../../shared/ids.ts";
 import { RUNNER_CONFIG_FILES } from "../../shared/schemas/task-settings.ts";
+import { BUILD_PREFIX } from "../runtime/image-build-ref.ts";
 import { readDockerfile } from "./dockerfile.ts";
 import { rewritePaths } from "./harbor-paths.ts";
 import { HarborTaskRefused } from "./harbor-refusal.ts";
@@ -11,18 +12,27 @@ import { checkTaskToml, networkWarnings, parseToml } from "./task-toml.ts";
 
 /**
  * One Harbor task directory (the Terminal-Bench 2.0 layout) -> a TaskRequest with the `harbor`
- * evaluator. Supported: `instruction.md`, `task.toml` (task-toml.ts), `environment/Dockerfile`
- * (dockerfile.ts), `tests/` with `test.sh` (text files, inlined into the evaluator config), and
- * `solution/` (never shown to the agent; recorded in metadata only). Anything else is refused with
- * the reason, never skipped, and so is a symlink anywhere in the task (task-files.ts).
+ * evaluator. Supported: `instruction.md`, `task.toml` (task-toml.ts), `environment/` (its
+ * Dockerfile and build context, built on the runner as Harbor builds it: the task gets
+ * `runtime.backend` docker and `runtime.image` `build:<environment dir>`, image-build.ts; or
+ * `environment.docker_image`, run as it is), `tests/` with `test.sh` (text files, inlined into the
+ * evaluator config), and `solution/` (never shown to the agent; recorded in metadata only).
+ * Anything else is refused with the reason, never skipped, and so is a symlink anywhere in the task
+ * (task-files.ts).
  */
 export interface ImportOptions {
   agent: Record<string, unknown>;
   numSamples?: number;
+  /** Build nothing: the task runs in the runner's own runtime (dockerfile.ts lists what that allows). */
+  noBuild?: boolean;
 }
 
 /** Top-level entries a task may hold beside the ones read; README and ignore files carry no behaviour. */
 const INERT = new Set(["README.md", ".gitignore", ".dockerignore"]);
+/** What a Harbor job keeps beside its tasks (`harbor run -c config.yaml`, its metric scripts): not the task's. */
+const JOB_FILES = new Set(["config.yaml", "metrics"]);
+/** The build-context files that are not the image's: side services are not started. */
+const COMPOSE = /(^|\/)(docker-)?compose\.ya?ml$/;
 const READ = new Set(["instruction.md", "task.toml", "environment", "tests", "solution"]);
 /** Tests are inlined into the task; a bigger tests/ belongs on the runner's host (`files[...].from`). */
 const MAX_TESTS_BYTES = 1024 * 1024;
@@ -50,12 +60,22 @@ export interface ImportedTask {
 
 export async function importHarborTask(dir: string, opts: ImportOptions): Promise<ImportedTask> {
   const taskId = basename(dir.replace(/\/+$/, ""));
+  await checkTaskDir(dir);
+  // What makes a directory a task: without it nothing else is worth naming.
+  if ((await entryKind(dir, "task.toml")) !== "file")
+    throw new HarborTaskRefused(
+      "task.toml: missing (not a Harbor task directory: a task holds task.toml, instruction.md, environment/ and tests/test.sh)",
+    );
   if (!isValidId(taskId))
     throw new HarborTaskRefused(`the directory name ${JSON.stringify(taskId)} is not a valid task_id`);
-  await checkTaskDir(dir);
+  const warnings: string[] = [];
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     if (entry.isSymbolicLink()) refuseLink(entry.name);
     if (READ.has(entry.name) || INERT.has(entry.name)) continue;
+    if (JOB_FILES.has(entry.name)) {
+      warnings.push(`${entry.name}: a Harbor job's file beside the task, not read`);
+      continue;
+    }
     const why =
       entry.name === "trajectory.json"
         ? "prior agent context (an ATIF trajectory seeded before the agent runs) is not supported"
@@ -68,14 +88,31 @@ export async function importHarborTask(dir: string, opts: ImportOptions): Promis
   const instruction = await textFile(dir, "instruction.md");
   if (instruction.trim() === "")
     throw new HarborTaskRefused("instruction.md: empty (the agent would get no task)");
-  const docker = readDockerfile(await textFile(dir, "environment/Dockerfile"));
+  const prebuilt = toml.environment?.docker_image ?? null;
+  const build = !opts.noBuild && prebuilt === null;
+  const hasDockerfile = (await entryKind(dir, "environment/Dockerfile")) === "file";
+  const docker =
+    prebuilt !== null && !hasDockerfile
+      ? { from: prebuilt, workdir: null, env: {}, bases: [] }
+      : // With a prebuilt image the Dockerfile is its recipe, read only for the WORKDIR.
+        readDockerfile(await textFile(dir, "environment/Dockerfile"), undefined, {
+          build: build || prebuilt !== null,
+        });
   for (const file of await listTaskFiles(dir, "environment")) {
     if (file === "Dockerfile") continue;
-    const why = /compose\.ya?ml$/.test(file)
-      ? "multi-container environments are not supported"
-      : "no image is built, so this build-context file would never reach the task";
-    throw new HarborTaskRefused(`environment/${file}: ${why}`);
+    if (COMPOSE.test(file))
+      throw new HarborTaskRefused(
+        `environment/${file}: side services (docker-compose) are not started, so the task's environment would be incomplete`,
+      );
+    if (opts.noBuild && prebuilt === null)
+      throw new HarborTaskRefused(
+        `environment/${file}: --no-build builds no image, so this build-context file would never reach the task`,
+      );
   }
+  if (toml.environment?.skills_dir)
+    warnings.push(
+      `task.toml: environment.skills_dir = ${JSON.stringify(toml.environment.skills_dir)}: the skills are not copied into the harness's skills dir; they stay in the image at that path`,
+    );
   const testFiles = await listTaskFiles(dir, "tests");
   if (!testFiles.includes("test.sh")) {
     throw new HarborTaskRefused(
@@ -103,12 +140,14 @@ export async function importHarborTask(dir: string, opts: ImportOptions): Promis
   const workdir = (toml.environment?.workdir ?? docker.workdir)?.replace(/\/+$/, "");
   if (!workdir)
     throw new HarborTaskRefused(
-      "environment/Dockerfile: no WORKDIR (the agent's work dir stands in for it, so the task must name it)",
+      prebuilt !== null && !hasDockerfile
+        ? "task.toml: environment.docker_image without environment.workdir or an environment/Dockerfile naming its WORKDIR (the agent's work dir stands in for it, so the task must name it)"
+        : "environment/Dockerfile: no WORKDIR (the agent's work dir stands in for it, so the task must name it)",
     );
   // The agent works in its work dir: instruction paths under WORKDIR become relative ones.
   const localInstruction = rewritePaths(instruction, { [workdir]: "." }).trim();
   const hasSolution = (await entryKind(dir, "solution")) === "dir";
-  const warnings = networkWarnings(toml);
+  warnings.push(...networkWarnings(toml, Object.values(tests)));
   // Runner config the task asks for or its tests read is the agent's deliverable: let it reach the judge.
   const named = globsNamedIn(RUNNER_CONFIG_FILES, [localInstruction, ...Object.values(tests)].join("\n"));
   for (const glob of named)
@@ -122,6 +161,11 @@ export async function importHarborTask(dir: string, opts: ImportOptions): Promis
     ...(toml.agent?.timeout_sec ? { timeout_seconds: toml.agent.timeout_sec } : {}),
     agent: opts.agent,
     runtime: {
+      ...(prebuilt !== null
+        ? { backend: "docker", image: prebuilt }
+        : build
+          ? { backend: "docker", image: `${BUILD_PREFIX}${resolve(dir, "environment")}` }
+          : {}),
       env: { ...docker.env, ...(toml.environment?.env ?? {}) },
       limits: {
         ...(toml.environment?.cpus ? { cpus: toml.environment.cpus } : {}),
@@ -146,6 +190,8 @@ export async function importHarborTask(dir: string, opts: ImportOptions): Promis
         ...(toml.task ? { task: toml.task } : {}),
         ...(toml.metadata && Object.keys(toml.metadata).length ? { metadata: toml.metadata } : {}),
         from: docker.from,
+        ...(docker.bases.length ? { bases: docker.bases } : {}),
+        ...(toml.schema_version ? { schema_version: toml.schema_version } : {}),
         solution: hasSolution,
         ...(warnings.length ? { warnings } : {}),
       },

@@ -19,6 +19,8 @@ const Empty = z.array(z.never()).optional();
 
 export const TaskToml = z.strictObject({
   schema_version: z.string().optional(),
+  /** The older name of `schema_version`; Harbor's `TaskConfig` still maps it. */
+  version: z.string().optional(),
   task: z.record(z.string(), z.unknown()).optional(),
   metadata: z.record(z.string(), z.unknown()).optional(),
   source: z.string().nullable().optional(),
@@ -36,8 +38,12 @@ export const TaskToml = z.strictObject({
   agent: z.strictObject({ timeout_sec: Seconds.nullable().optional(), network_mode: Network }).optional(),
   environment: z
     .strictObject({
-      // Nothing is built, so there is no build to time.
+      // Polar's image build has its own timeout (image-build.ts).
       build_timeout_sec: Seconds.optional(),
+      /** A prebuilt image Harbor runs instead of building environment/Dockerfile. */
+      docker_image: z.string().min(1).nullable().optional(),
+      /** A dir of the image holding skills; not installed into the harness (a warning says so). */
+      skills_dir: z.string().nullable().optional(),
       cpus: z.number().positive().nullable().optional(),
       memory_mb: z.number().int().positive().nullable().optional(),
       // Work dir and home together: runtime.limits.disk_mb, a size-capped volume (docs/security.md).
@@ -62,13 +68,10 @@ export const UNSUPPORTED: Record<string, string> = {
   steps: "multi-step tasks are not supported (one instruction, one verifier)",
   multi_step_reward_strategy: "multi-step tasks are not supported",
   artifacts: "artifact collection is not supported (the evaluator sees only the work dir)",
-  "environment.docker_image":
-    "a prebuilt image is not used: set runtime.image for your runner's backend yourself",
   "environment.network_mode": NO_NETWORK,
   "environment.allowed_hosts": NO_NETWORK,
   "environment.mcp_servers": "MCP servers are not started for the agent",
   "environment.healthcheck": "no service is started, so there is nothing to check",
-  "environment.skills_dir": "skills are not installed for the agent",
   "environment.gpu_types": "GPU types cannot be requested (runtime.limits.gpus only counts)",
   "environment.tpu": "TPUs cannot be requested",
   "environment.os": "only linux tasks run",
@@ -99,17 +102,31 @@ function isUnset(path: string, value: unknown): boolean {
  * `harbor task init` writes). A Polar sandbox has none, so such a task is converted with a warning:
  * a test.sh that downloads its tools (curl, apt-get, uv, pip) fails there and scores 0.
  */
-export function networkWarnings(toml: TaskToml): string[] {
+export function networkWarnings(toml: TaskToml, tests: string[] = []): string[] {
   const asked = [
     ["environment.network_mode", toml.environment?.network_mode === "public"],
     ["environment.allow_internet", toml.environment?.allow_internet === true],
     ["agent.network_mode", toml.agent?.network_mode === "public"],
     ["verifier.network_mode", toml.verifier?.network_mode === "public"],
   ] as const;
-  return asked
+  const warnings = asked
     .filter(([, yes]) => yes)
     .map(([path]) => `task.toml: ${path} asks for the internet; the sandbox has none (only the model proxy)`);
+  const unset =
+    toml.environment?.network_mode === undefined &&
+    (toml.environment?.allow_internet ?? null) === null &&
+    toml.verifier?.network_mode === undefined;
+  const installs = tests.map((t) => INSTALLS.exec(t)?.[0]).find((m) => m !== undefined);
+  if (unset && installs !== undefined)
+    warnings.push(
+      `task.toml: no network setting (Harbor's default is the internet) and the tests download tools (${JSON.stringify(installs.trim())}); the sandbox has none, so they fail there and even a solved task scores 0 unless the image already holds them`,
+    );
+  return warnings;
 }
+
+/** A test script fetching its tools when it runs (package managers, installers piped to a shell). */
+const INSTALLS =
+  /\b(?:apt-get|apt|apk|dnf|yum)\s+(?:-\S+\s+)*install\b|\b(?:pip3?|uv pip|npm|pnpm|gem|cargo)\s+install\b|\buvx\s|\b(?:curl|wget)\s[^\n|]*\|\s*(?:ba)?sh\b/;
 
 function at(data: Record<string, unknown>, path: string): unknown {
   return path
@@ -179,5 +196,7 @@ export function checkTaskToml(data: unknown): TaskToml {
   }
   const parsed = TaskToml.safeParse(data);
   if (!parsed.success) throw new HarborTaskRefused(`task.toml: ${formatIssues(parsed.error)}`);
-  return parsed.data;
+  // As Harbor's `handle_version_rename`: `version` counts only where schema_version is unset.
+  const { version, ...toml } = parsed.data;
+  return { ...toml, schema_version: toml.schema_version ?? version };
 }

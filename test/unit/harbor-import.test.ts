@@ -61,8 +61,8 @@ async function taskDir(change: Record<string, string | null> = {}): Promise<stri
   return dir;
 }
 
-async function refusal(dir: string): Promise<string> {
-  const err = await importHarborTask(dir, { agent }).catch((e) => e);
+async function refusal(dir: string, noBuild = false): Promise<string> {
+  const err = await importHarborTask(dir, { agent, noBuild }).catch((e) => e);
   expect(err).toBeInstanceOf(HarborTaskRefused);
   return (err as Error).message;
 }
@@ -78,7 +78,13 @@ describe("importHarborTask", () => {
       instruction: "Create ./hello.txt containing hi.",
       num_samples: 2,
       timeout_seconds: 300,
-      runtime: { env: { LANG: "C.UTF-8", TZ: "UTC" }, limits: { cpus: 1, memory_mb: 2048, disk_mb: 4096 } },
+      // Built on the runner from the task's environment/ (image-build.ts); its ENV is the image's.
+      runtime: {
+        backend: "docker",
+        image: `build:${join(dir, "environment")}`,
+        env: {},
+        limits: { cpus: 1, memory_mb: 2048, disk_mb: 4096 },
+      },
       evaluator: {
         strategy: "harbor",
         config: {
@@ -94,21 +100,114 @@ describe("importHarborTask", () => {
     expect(JSON.stringify(task)).not.toContain("solve.sh");
   });
 
+  it("with --no-build, runs in the runner's runtime: ENV into runtime.env, no backend", async () => {
+    const { task } = await importHarborTask(await taskDir(), { agent, noBuild: true });
+    expect(task.runtime).toEqual({
+      env: { LANG: "C.UTF-8", TZ: "UTC" },
+      limits: { cpus: 1, memory_mb: 2048, disk_mb: 4096 },
+    });
+  });
+
   it.each([
     [
       { "environment/Dockerfile": "FROM ubuntu:24.04\nWORKDIR /app\nRUN apt-get install -y curl\n" },
-      /^environment\/Dockerfile:3: RUN needs an image built from this Dockerfile/,
+      /^environment\/Dockerfile:3: RUN needs an image built from this Dockerfile, and --no-build builds none/,
     ],
     [
       { "environment/Dockerfile": "FROM a AS b\nFROM c\nWORKDIR /app\n" },
       /^environment\/Dockerfile:2: a multi-stage build/,
     ],
+    [{ "environment/requirements.txt": "x\n" }, /^environment\/requirements.txt: --no-build builds no image/],
+  ])("with --no-build, refuses %j with the file and the reason", async (change, message) => {
+    expect(await refusal(await taskDir(change), true)).toMatch(message);
+  });
+
+  it("reads the build's Dockerfile for its final stage's WORKDIR and every base image", async () => {
+    const dir = await taskDir({
+      "environment/Dockerfile":
+        'FROM debian:12 AS tools\nWORKDIR /opt\nRUN make\nFROM --platform=linux/amd64 ubuntu:24.04\nCOPY --from=tools /opt/x /usr/bin/x\nCOPY data/ /srv/data/\nUSER nobody\nENTRYPOINT ["/entry.sh"]\nWORKDIR /srv\n',
+      "environment/data/input.txt": "x\n",
+    });
+    const { task } = await importHarborTask(dir, { agent });
+    expect(task.evaluator).toMatchObject({ config: { workdir: "/srv" } });
+    expect(task.metadata).toMatchObject({
+      harbor: { from: "ubuntu:24.04", bases: ["debian:12", "ubuntu:24.04"] },
+    });
+  });
+
+  it("takes `version` as `schema_version`, as Harbor's TaskConfig does (schema_version wins)", async () => {
+    const old = await importHarborTask(await taskDir({ "task.toml": 'version = "1.0"\n' }), { agent });
+    expect(old.task.metadata).toMatchObject({ harbor: { schema_version: "1.0" } });
+    const both = await importHarborTask(
+      await taskDir({ "task.toml": 'version = "1.0"\nschema_version = "1.4"\n' }),
+      { agent },
+    );
+    expect(both.task.metadata).toMatchObject({ harbor: { schema_version: "1.4" } });
+  });
+
+  it("runs environment.docker_image as it is: no Dockerfile needed, WORKDIR from task.toml", async () => {
+    const dir = await taskDir({
+      "task.toml": '[environment]\ndocker_image = "registry.example/tb/task:1"\nworkdir = "/app"\n',
+      "environment/Dockerfile": null,
+    });
+    const { task } = await importHarborTask(dir, { agent });
+    expect(validateTask(task).ok).toBe(true);
+    expect(task.runtime).toMatchObject({ backend: "docker", image: "registry.example/tb/task:1" });
+    const bare = await taskDir({
+      "task.toml": '[environment]\ndocker_image = "x"\n',
+      "environment/Dockerfile": null,
+    });
+    expect(await refusal(bare)).toMatch(/^task.toml: environment.docker_image without environment.workdir/);
+  });
+
+  it("refuses a directory without task.toml naming task.toml, not what else it holds", async () => {
+    const dir = await taskDir({ "task.toml": null, "readme.md": "a collection, not a task\n" });
+    expect(await refusal(dir)).toMatch(/^task.toml: missing \(not a Harbor task directory/);
+  });
+
+  it("tolerates a job's config.yaml and metrics/ beside the task, with a warning", async () => {
+    const dir = await taskDir({ "config.yaml": "metrics: []\n", "metrics/score.py": "print(1)\n" });
+    const { warnings } = await importHarborTask(dir, { agent });
+    expect(warnings).toEqual([
+      "config.yaml: a Harbor job's file beside the task, not read",
+      "metrics: a Harbor job's file beside the task, not read",
+    ]);
+  });
+
+  it("warns when the network is left to Harbor's default and the tests download their tools", async () => {
+    const installs = await taskDir({
+      "tests/test.sh":
+        "#!/bin/bash\napt-get update\napt-get install -y curl\necho 1 > /logs/verifier/reward.txt\n",
+    });
+    expect((await importHarborTask(installs, { agent })).warnings).toEqual([
+      expect.stringMatching(
+        /^task.toml: no network setting \(Harbor's default is the internet\) and the tests download tools \("apt-get install"\)/,
+      ),
+    ]);
+    const curl = await taskDir({ "tests/test.sh": "curl -LsSf https://x/install.sh | sh\n" });
+    expect((await importHarborTask(curl, { agent })).warnings).toHaveLength(1);
+    // Tests that need nothing from the network, or a task that says it has none: no warning.
+    expect((await importHarborTask(await taskDir(), { agent })).warnings).toEqual([]);
+    const off = await taskDir({
+      "task.toml": '[environment]\nnetwork_mode = "no-network"\n',
+      "tests/test.sh": "apt-get install -y curl\n",
+    });
+    expect((await importHarborTask(off, { agent })).warnings).toEqual([]);
+  });
+
+  it("accepts skills_dir with a warning that the skills stay in the image", async () => {
+    const dir = await taskDir({ "task.toml": '[environment]\nskills_dir = "/skills"\n' });
+    expect((await importHarborTask(dir, { agent })).warnings).toEqual([
+      'task.toml: environment.skills_dir = "/skills": the skills are not copied into the harness\'s skills dir; they stay in the image at that path',
+    ]);
+  });
+
+  it.each([
     [{ "environment/Dockerfile": "FROM ubuntu:24.04\n" }, /^environment\/Dockerfile: no WORKDIR/],
     [
       { "environment/docker-compose.yaml": "services: {}\n" },
-      /^environment\/docker-compose.yaml: multi-container environments are not supported$/,
+      /^environment\/docker-compose.yaml: side services \(docker-compose\) are not started/,
     ],
-    [{ "environment/requirements.txt": "x\n" }, /^environment\/requirements.txt: no image is built/],
     [{ "tests/Dockerfile": "FROM x\n" }, /^tests\/Dockerfile: a separate verifier image is not built/],
     [{ "tests/test.sh": null }, /^tests\/test.sh: missing$/],
     [{ "instruction.md": null }, /^instruction.md: missing/],
@@ -127,8 +226,8 @@ describe("importHarborTask", () => {
       /^task.toml: environment.network_mode = "allowlist": a Polar sandbox has no network/,
     ],
     [
-      { "task.toml": 'environment.docker_image = "x"\n' },
-      /^task.toml: environment.docker_image = "x": a prebuilt image is not used/,
+      { "task.toml": 'artifacts = ["/app/out"]\n' },
+      /^task.toml: artifacts = \["\/app\/out"\]: artifact collection/,
     ],
     [{ "task.toml": "agent.timeout = 3\n" }, /^task.toml: agent: Unrecognized key: "timeout"/],
     [{ "task.toml": "agent = [\n" }, /^task.toml: not valid TOML/],
@@ -182,7 +281,7 @@ describe("Harbor's own tasks", () => {
       // As scaffolded, there is nothing to do yet.
       expect(await refusal(dir)).toBe("instruction.md: empty (the agent would get no task)");
       await writeFile(join(dir, "instruction.md"), "Write hi to /app/out.txt\n");
-      const { task, warnings } = await importHarborTask(dir, { agent });
+      const { task, warnings } = await importHarborTask(dir, { agent, noBuild: true });
       expect(validateTask(task).ok).toBe(true);
       expect(warnings).toEqual([
         "task.toml: environment.network_mode asks for the internet; the sandbox has none (only the model proxy)",
@@ -218,7 +317,8 @@ describe("Harbor's own tasks", () => {
         harness: "shell",
         settings: { command: "node {{polar_root}}/examples/agents/mini-agent.mjs {{instruction}}" },
       };
-      const { task } = await importHarborTask(dir, { agent: mini, numSamples: 1 });
+      // Its Dockerfile needs no build, so it runs in the runner's bwrap with --no-build.
+      const { task } = await importHarborTask(dir, { agent: mini, numSamples: 1, noBuild: true });
       const tasks = join(root, "harbor-tasks.jsonl");
       await writeFile(tasks, `${JSON.stringify(task)}\n`);
       const out = join(root, "harbor-run");
@@ -256,6 +356,7 @@ describe("Harbor's path and reward rules", () => {
       from: "x",
       workdir: "/srv/app",
       env: { A: "1 2", B: "x y", C: "3" },
+      bases: ["x"],
     });
     expect(() => readDockerfile("FROM x\nWORKDIR $HOME\n")).toThrow(/WORKDIR \$HOME: only an absolute path/);
   });
@@ -288,7 +389,7 @@ describe("Harbor's path and reward rules", () => {
 describe("polar import-harbor", () => {
   it("writes the converted tasks on stdout, the refusals on stderr, and exits 1 when any was refused", async () => {
     const good = await taskDir();
-    const bad = await taskDir({ "environment/Dockerfile": "FROM x\nWORKDIR /app\nCOPY . /app\n" });
+    const bad = await taskDir({ "environment/compose.yaml": "services: {}\n" });
     const res = spawnSync(
       "node",
       ["bin/polar.js", "import-harbor", good, bad, "--harness", "shell", "--settings", '{"command": "true"}'],
@@ -302,8 +403,35 @@ describe("polar import-harbor", () => {
     expect(lines).toHaveLength(1);
     expect(JSON.parse(lines[0]).evaluator.strategy).toBe("harbor");
     expect(res.stderr).toContain(
-      `${bad}: refused: environment/Dockerfile:3: COPY needs an image built from this Dockerfile`,
+      `${bad}: refused: environment/compose.yaml: side services (docker-compose) are not started`,
     );
     expect(res.stderr).toContain("1 of 2 tasks converted");
+  });
+
+  it("--dry-run over a collection: imported / refused by reason, the others still imported, exit 1 naming the bad", async () => {
+    const collection = join(root, "collection");
+    for (const [name, change] of [
+      ["good-a", {}],
+      ["good-b", { "config.yaml": "x: 1\n" }],
+      ["bad-compose", { "environment/docker-compose.yaml": "services: {}\n" }],
+      ["bad-steps", { steps: null, "steps/one/instruction.md": "x\n" }],
+    ] as const) {
+      const dir = await taskDir(change);
+      await cp(dir, join(collection, name), { recursive: true });
+    }
+    await writeFile(join(collection, "registry.json"), "[]\n");
+    const res = spawnSync(process.execPath, ["bin/polar.js", "import-harbor", "--dry-run", collection], {
+      cwd: ROOT,
+      encoding: "utf8",
+    });
+    expect(res.status).toBe(1);
+    expect(res.stdout).toContain(`imported  ${join(collection, "good-a")}`);
+    expect(res.stdout).toContain(`imported  ${join(collection, "good-b")}`);
+    expect(res.stdout).toMatch(
+      /refused {3}1 {2}environment\/docker-compose.yaml: side services .*\n {10}bad-compose\n/,
+    );
+    expect(res.stdout).toMatch(/refused {3}1 {2}steps: multi-step tasks are not supported\n {10}bad-steps\n/);
+    expect(res.stdout).toContain("2 of 4 tasks import");
+    expect(res.stderr).toContain(`${join(collection, "bad-compose")}: refused:`);
   });
 });
