@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT
-from support.engine_stack import ENGINE_PYTHON, Stack, engine_stack
+from support.engine_stack import ENGINE_PYTHON, Stack, engine_stack, lowercase_task
 
 from polar_rollouts import ControlClient
 from polar_rollouts.plugins.trl import polar_reward, polar_rollout_func
@@ -38,34 +38,6 @@ TOLERANCE = 1e-3  # nats; float32 engine and trainer agree to ~1e-6
 SPLIT = "Describe the sea using lowercase letters only."
 
 
-def task(task_id: str, instruction: str, *, split: bool) -> dict[str, Any]:
-    """examples/rl_on_cpu.py's task: two calls a session (two-turn-agent.mjs), scored by the share
-    of lowercase letters. Token-in-token-out splices the calls into one trace; the per_request
-    builder gives one trace per call instead."""
-    return {
-        "task_id": task_id,
-        "num_samples": 1,  # the plug-in sets num_generations
-        "timeout_seconds": 120,
-        "instruction": instruction,
-        "agent": {
-            "harness": "shell",
-            "settings": {"command": "node {{polar_root}}/examples/agents/two-turn-agent.mjs {{instruction}}"},
-            "sampling": {"max_tokens": MAX_TOKENS},
-            "token_in_token_out": not split,
-        },
-        **({"builder": {"strategy": "per_request"}} if split else {}),
-        "evaluator": {
-            "strategy": "test_on_output",
-            "config": {
-                "command": "node lowercase-score.mjs",
-                "files": {"lowercase-score.mjs": (ROOT / "examples" / "rl" / "lowercase-score.mjs").read_text()},
-                "expected_lines": [f"ok {i}" for i in range(1, 101)],
-                "partial_credit": True,
-            },
-        },
-    }
-
-
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     with engine_stack(tmp_path_factory.mktemp("trl-engine"), seed=1) as s:
@@ -74,7 +46,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 def write_tasks(path: Path) -> list[str]:
     prompts = ["Write a few words in lowercase letters only.", SPLIT]
-    tasks = [task("lower", prompts[0], split=False), task("lower-split", prompts[1], split=True)]
+    tasks = [
+        lowercase_task("lower", prompts[0], MAX_TOKENS, split=False),
+        lowercase_task("lower-split", prompts[1], MAX_TOKENS, split=True),
+    ]
     path.write_text("".join(json.dumps(t) + "\n" for t in tasks))
     return prompts
 

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[3]
 ENGINE_PYTHON = ROOT / ".venv-engine" / "bin" / "python"
@@ -104,3 +105,31 @@ def engine_stack(out: Path, *, seed: int = 0, run: int = 4) -> Iterator[Stack]:
     finally:
         stop(serve, signal.SIGINT)
         stop(engine, signal.SIGTERM)
+
+
+def lowercase_task(task_id: str, instruction: str, max_tokens: int, *, split: bool = False) -> dict[str, Any]:
+    """examples/rl_on_cpu.py's task: two calls a session (two-turn-agent.mjs), scored by the share
+    of lowercase letters. Token-in-token-out splices the calls into one trace; the per_request
+    builder gives one trace per call instead."""
+    return {
+        "task_id": task_id,
+        "num_samples": 1,  # the plug-in sets num_generations
+        "timeout_seconds": 120,
+        "instruction": instruction,
+        "agent": {
+            "harness": "shell",
+            "settings": {"command": "node {{polar_root}}/examples/agents/two-turn-agent.mjs {{instruction}}"},
+            "sampling": {"max_tokens": max_tokens},
+            "token_in_token_out": not split,
+        },
+        **({"builder": {"strategy": "per_request"}} if split else {}),
+        "evaluator": {
+            "strategy": "test_on_output",
+            "config": {
+                "command": "node lowercase-score.mjs",
+                "files": {"lowercase-score.mjs": (ROOT / "examples" / "rl" / "lowercase-score.mjs").read_text()},
+                "expected_lines": [f"ok {i}" for i in range(1, 101)],
+                "partial_credit": True,
+            },
+        },
+    }
