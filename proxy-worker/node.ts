@@ -100,8 +100,6 @@ export async function startNodeProxy(opts: NodeProxyOptions): Promise<RunningPro
         body.on("end", () => sink.end());
         body.on("error", (err) => sink.error(err));
       },
-      pause: () => body.pause(),
-      resume: () => body.resume(),
     };
   };
   const upstreamOf = (baseUrl: string): Upstream => ({

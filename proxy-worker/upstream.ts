@@ -37,10 +37,8 @@ export interface StreamedAnswer {
   /** The `content-type` header ("" when absent). */
   contentType: string;
   text(): Promise<string>;
+  /** The body is read as fast as it comes, whatever the client does (stream/live-generate.ts). */
   read(sink: TextSink): void;
-  /** Back-pressure: a client that reads slower than the engine samples stops the body until it reads again. */
-  pause(): void;
-  resume(): void;
 }
 
 export interface SendInit {

@@ -8,39 +8,22 @@ export async function openEngineStream(up: Upstream, url: string, init: SendInit
   if (up.stream) return up.stream(url, init);
   // As for non-streamed calls: a redirect is an answer to report, never a request to wherever it points.
   const res = await up.fetch(url, { ...init, redirect: "manual" });
-  const gate = newGate();
   return {
     status: res.status,
     contentType: res.headers.get("content-type") ?? "",
     text: () => res.text(),
     read: (sink) => {
-      void pump(res.body, sink, gate);
-    },
-    pause: () => {
-      gate.paused = true;
-    },
-    resume: () => {
-      gate.paused = false;
-      gate.wake?.();
-      gate.wake = undefined;
+      void pump(res.body, sink);
     },
   };
 }
 
-/** Shared between a fetch-backed answer's `pause`/`resume` and its reading loop. */
-const newGate = () => ({ paused: false, wake: undefined as (() => void) | undefined });
-
-async function pump(
-  body: ReadableStream<Uint8Array> | null,
-  sink: TextSink,
-  gate: ReturnType<typeof newGate>,
-) {
+async function pump(body: ReadableStream<Uint8Array> | null, sink: TextSink) {
   if (body === null) return sink.end();
   const reader = body.getReader();
   const decoder = new TextDecoder();
   try {
     for (;;) {
-      while (gate.paused) await new Promise<void>((resolve) => (gate.wake = resolve));
       const { value, done } = await reader.read();
       if (done) {
         const tail = decoder.decode();
