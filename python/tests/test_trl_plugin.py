@@ -192,6 +192,7 @@ def test_a_failed_session_keeps_the_group_whole_and_is_unscorable() -> None:
 
 def test_refusals_name_what_to_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("POLAR_CONTROL_TOKEN", raising=False)
+    monkeypatch.delenv("POLAR_CONTROL_URL", raising=False)
     path, _ = tasks_file(tmp_path)
     with pytest.raises(PolarRolloutError, match="control_url is required"):
         polar_rollout_func(tasks=path, sync_weights=False)

@@ -388,17 +388,18 @@ def polar_rollout_func(
 ) -> PolarRolloutFunc:
     """TRL's ``rollout_func`` served by a running Polar (``polar serve``).
 
-    ``control_url`` / ``control_token``: the control API ``polar serve`` prints (the token defaults
-    to ``$POLAR_CONTROL_TOKEN``). ``tasks``: a task file (JSONL task requests, matched to prompts by
+    ``control_url`` / ``control_token``: the control API ``polar serve`` prints (defaults:
+    ``$POLAR_CONTROL_URL`` / ``$POLAR_CONTROL_TOKEN``, as the verl and slime plug-ins read them). ``tasks``: a task file (JSONL task requests, matched to prompts by
     instruction) or the name of a dataset column holding each row's task request (or its
     instruction, with ``task_template``); ``task_template`` alone: the prompt is the instruction.
     ``engine_url`` / ``model_dir``: the vLLM server(s) behind Polar and the directory they serve
     from; the weights are pushed there before every generation that follows an optimizer step
     (``sync_weights=False`` when something else updates the engines)."""
+    control_url = control_url or os.environ.get("POLAR_CONTROL_URL")
     if not control_url:
         raise PolarRolloutError(
             "polar_rollout_func: control_url is required: the control API of the `polar serve` beside the "
-            "trainer (it prints the URL and token), e.g. control_url='http://127.0.0.1:8787'"
+            "trainer (it prints the URL and token), e.g. control_url='http://127.0.0.1:8787', or $POLAR_CONTROL_URL"
         )
     token = control_token or os.environ.get("POLAR_CONTROL_TOKEN")
     if not token:
