@@ -7,6 +7,7 @@ import {
 } from "./bridged-runtime.ts";
 import type { WrappedCommand } from "./host-dir-runtime.ts";
 import { engineLimits } from "./host-limits.ts";
+import { refuseBuildImage } from "./image-build-ref.ts";
 import type { Runtime, RuntimeFactory, RuntimeSpecInput } from "./runtime.ts";
 import { HOST_NODE_DIR, type HostBridge, SANDBOX_BRIDGE_SCRIPT } from "./socket-bridge.ts";
 import { spawnGroup } from "./spawn-group.ts";
@@ -146,6 +147,7 @@ export function apptainerRuntimeFactory(opts: ApptainerOptions = {}): RuntimeFac
     backend: "apptainer",
     async create(spec: RuntimeSpecInput): Promise<Runtime> {
       requireImage(spec, IMAGE_REQUIRED);
+      refuseBuildImage(spec.image, "apptainer");
       const limits = engineLimits("apptainer", spec);
       const { id, dirs, bridge } = await prepareBridgedSession(spec, opts.sessionsRoot, {
         diskMb: limits.disk_mb,

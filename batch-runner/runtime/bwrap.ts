@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import { BridgedRuntime, prepareBridgedSession } from "./bridged-runtime.ts";
 import type { WrappedCommand } from "./host-dir-runtime.ts";
 import { hostLimits, sessionCgroup } from "./host-limits.ts";
+import { refuseBuildImage } from "./image-build-ref.ts";
 import { type Runtime, type RuntimeFactory, type RuntimeSpecInput, RuntimeSpecRefused } from "./runtime.ts";
 import { HOST_NODE_DIR, type HostBridge, SANDBOX_BRIDGE_SCRIPT } from "./socket-bridge.ts";
 import type { SessionDirs } from "./work-dirs.ts";
@@ -268,6 +269,7 @@ export function bwrapRuntimeFactory(opts: BwrapOptions = {}): RuntimeFactory {
   return {
     backend: "bwrap",
     async create(spec: RuntimeSpecInput): Promise<Runtime> {
+      refuseBuildImage(spec.image, "bwrap");
       const image = spec.image ? await allowedImageRoot(spec.image, opts) : undefined;
       const limits = hostLimits("bwrap", spec);
       const { id, dirs, bridge } = await prepareBridgedSession(spec, opts.sessionsRoot, {

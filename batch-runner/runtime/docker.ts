@@ -9,6 +9,8 @@ import { type ContainerEngine, engineEnv, resolveContainerEngine } from "./conta
 import { recordContainer } from "./container-record.ts";
 import type { WrappedCommand } from "./host-dir-runtime.ts";
 import { engineLimits } from "./host-limits.ts";
+import { type BuildOptions, type BuiltImage, buildImage, buildOptionsFromEnv } from "./image-build.ts";
+import { buildContextOf } from "./image-build-ref.ts";
 import type { Runtime, RuntimeFactory, RuntimeSpecInput } from "./runtime.ts";
 import { HOST_NODE_DIR, type HostBridge, SANDBOX_BRIDGE_SCRIPT } from "./socket-bridge.ts";
 import { spawnGroup } from "./spawn-group.ts";
@@ -22,6 +24,8 @@ export interface DockerOptions {
   bin?: string;
   /** Host paths bound read-only at the same path (e.g. the harness cache). */
   readOnlyBinds?: string[];
+  /** For `build:` images (image-build.ts); unset: from POLAR_BASE_IMAGES and POLAR_BUILD_DIRS. */
+  build?: BuildOptions;
 }
 
 /**
@@ -32,18 +36,20 @@ export interface DockerOptions {
 export class DockerRuntime extends BridgedRuntime {
   private readonly engine: ContainerEngine;
   private readonly spec: RuntimeSpecInput;
+  private readonly built: BuiltImage | null;
 
   constructor(
     id: string,
     dirs: SessionDirs,
     spec: RuntimeSpecInput,
     bridge: HostBridge,
-    opts: DockerOptions & { engine: ContainerEngine },
+    opts: DockerOptions & { engine: ContainerEngine; built?: BuiltImage },
   ) {
     requireImage(spec, IMAGE_REQUIRED);
     super(id, dirs, spec, bridge, opts.readOnlyBinds);
     this.spec = spec;
     this.engine = opts.engine;
+    this.built = opts.built ?? null;
   }
 
   /** The engine's binary and global flags: what every engine command starts with. */
@@ -64,12 +70,30 @@ export class DockerRuntime extends BridgedRuntime {
         spec: this.spec,
         readOnly: this.readOnly,
         engineFlags: this.engine.runFlags,
+        imageEntrypoint: this.built !== null,
       }),
     ];
     await recordContainer(this.dirs.root, [...this.cli, "rm", "-f", this.containerName]);
     const res = await spawnGroup(argv, { env: engineEnv(), cwd: this.dirs.root, timeoutMs: 300_000 });
     if (res.exitCode !== 0)
       throw new Error(`${this.engine.bin} run failed (${res.exitCode}): ${res.stderr.trim()}`);
+    if (this.built?.workdir) await this.seedWorkDir(this.built.workdir);
+  }
+
+  /**
+   * A built image's WORKDIR holds what its Dockerfile put there for the agent (COPY, RUN); the
+   * session's work dir stands in for it, so it starts as a copy of it.
+   */
+  private async seedWorkDir(imageDir: string): Promise<void> {
+    const script = 'if [ -d "$1" ]; then cp -a "$1"/. "$2"/; fi';
+    const res = await spawnGroup(
+      [...this.cli, "exec", this.containerName, "sh", "-c", script, "sh", imageDir, this.dirs.workDir],
+      { env: engineEnv(), cwd: "/", timeoutMs: 300_000 },
+    );
+    if (res.exitCode !== 0)
+      throw new Error(
+        `copying the image's WORKDIR ${imageDir} into the work dir failed: ${res.stderr.trim()}`,
+      );
   }
 
   protected wrap(argv: string[], cwd: string, env: Record<string, string>): WrappedCommand {
@@ -111,6 +135,11 @@ export function dockerRunArgs(o: {
   readOnly?: string[];
   /** The engine's own `run` flags for this host (container-engine.ts). */
   engineFlags?: string[];
+  /**
+   * A built task image keeps its ENTRYPOINT (which may start what the task needs) with
+   * `sh -c "sleep infinity"` as its command, as Harbor runs it; any other image runs `sleep`.
+   */
+  imageEntrypoint?: boolean;
 }): string[] {
   const { limits } = o.spec;
   const uid = process.getuid?.() ?? 0;
@@ -142,28 +171,39 @@ export function dockerRunArgs(o: {
     ...(limits.memory_mb ? ["--memory", `${limits.memory_mb}m`] : []),
     ...(limits.gpus ? ["--gpus", String(limits.gpus)] : []),
     ...(limits.pids ? ["--pids-limit", String(limits.pids)] : []),
-    "--entrypoint",
-    "sleep",
-    o.spec.image ?? "",
-    "infinity",
+    ...(o.imageEntrypoint
+      ? [o.spec.image ?? "", "sh", "-c", "sleep infinity"]
+      : ["--entrypoint", "sleep", o.spec.image ?? "", "infinity"]),
   ];
 }
 
 export function dockerRuntimeFactory(opts: DockerOptions = {}): RuntimeFactory {
   // Resolved at the first docker session, once: a runner that never runs one never probes.
   let engine: Promise<ContainerEngine> | undefined;
+  let buildOpts: BuildOptions | undefined;
   return {
     backend: "docker",
-    async create(spec: RuntimeSpecInput): Promise<Runtime> {
-      requireImage(spec, IMAGE_REQUIRED);
+    async create(input: RuntimeSpecInput): Promise<Runtime> {
+      requireImage(input, IMAGE_REQUIRED);
       engine ??= resolveContainerEngine(opts.bin);
       const resolved = await engine;
+      const context = buildContextOf(input.image);
+      let built: BuiltImage | undefined;
+      if (context !== null) {
+        buildOpts ??= opts.build ?? buildOptionsFromEnv();
+        built = await buildImage(resolved, context, buildOpts);
+      }
+      const spec = built ? { ...input, image: built.ref } : input;
       // Podman's `docker` wrapper is podman too: its limit flags follow podman's rules.
       const limits = engineLimits("docker", spec, resolved.kind === "podman" ? "podman" : resolved.bin);
       const { id, dirs, bridge } = await prepareBridgedSession(spec, opts.sessionsRoot, {
         diskMb: limits.disk_mb,
       });
-      const runtime = new DockerRuntime(id, dirs, { ...spec, limits }, bridge, { ...opts, engine: resolved });
+      const runtime = new DockerRuntime(id, dirs, { ...spec, limits }, bridge, {
+        ...opts,
+        engine: resolved,
+        built,
+      });
       return startOrStop(runtime.holdTo(limits, null));
     },
   };

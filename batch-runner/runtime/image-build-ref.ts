@@ -1,3 +1,5 @@
+import { RuntimeSpecRefused } from "./runtime-spec-refused.ts";
+
 /**
  * `runtime.image` of a task whose image the runner builds: `build:<absolute dir>`, the dir holding
  * the Dockerfile and its build context (`polar import-harbor` writes it for a Harbor task's
@@ -8,4 +10,15 @@ export const BUILD_PREFIX = "build:";
 /** The context dir of a build reference, or null for an ordinary image reference. */
 export function buildContextOf(image: string | undefined): string | null {
   return image?.startsWith(BUILD_PREFIX) ? image.slice(BUILD_PREFIX.length) : null;
+}
+
+/**
+ * bwrap and apptainer build nothing: a `build:` image is refused there by name (the session ends
+ * ERROR at INIT) rather than read as a root dir or an image file. Import with `--no-build` for them.
+ */
+export function refuseBuildImage(image: string | undefined, backend: "bwrap" | "apptainer"): void {
+  if (buildContextOf(image) === null) return;
+  throw new RuntimeSpecRefused(
+    `runtime.image ${JSON.stringify(image)} is refused for ${backend}: only the docker backend builds an image from a Dockerfile (use runtime.backend docker, or polar import-harbor --no-build)`,
+  );
 }

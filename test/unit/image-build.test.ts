@@ -1,0 +1,97 @@
+import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { apptainerRuntimeFactory } from "../../batch-runner/runtime/apptainer.ts";
+import { bwrapRuntimeFactory } from "../../batch-runner/runtime/bwrap.ts";
+import type { ContainerEngine } from "../../batch-runner/runtime/container-engine.ts";
+import { dockerRunArgs } from "../../batch-runner/runtime/docker.ts";
+import { buildImage, buildOptionsFromEnv, mapBaseImages } from "../../batch-runner/runtime/image-build.ts";
+import { RuntimeSpecRefused } from "../../batch-runner/runtime/runtime-spec-refused.ts";
+import type { SessionDirs } from "../../batch-runner/runtime/work-dirs.ts";
+
+/** No engine runs here: every refusal below comes before the first engine command. */
+const engine: ContainerEngine = { bin: "/nonexistent/podman", kind: "podman", globalFlags: [], runFlags: [] };
+
+let root: string;
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), "polar-image-build-"));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+describe("building a task's image", () => {
+  it("maps each FROM the operator names to a local image, keeping stages and flags", () => {
+    const text =
+      "FROM ubuntu:24.04 AS base\nRUN x\nfrom --platform=linux/amd64 ubuntu:24.04\nFROM base\nFROM other:1\n";
+    expect(mapBaseImages(text, { "ubuntu:24.04": "localhost/ub:1" })).toBe(
+      "FROM localhost/ub:1 AS base\nRUN x\nfrom --platform=linux/amd64 localhost/ub:1\nFROM base\nFROM other:1\n",
+    );
+  });
+
+  it("reads the operator's settings from POLAR_BASE_IMAGES and POLAR_BUILD_DIRS, strictly", () => {
+    expect(
+      buildOptionsFromEnv({
+        POLAR_BASE_IMAGES: "a:1=localhost/x:2, b=c",
+        POLAR_BUILD_DIRS: "/srv/tasks:/data",
+      }),
+    ).toMatchObject({ baseImages: { "a:1": "localhost/x:2", b: "c" }, buildDirs: ["/srv/tasks", "/data"] });
+    expect(buildOptionsFromEnv({}).buildDirs).toEqual([process.cwd()]);
+    expect(() => buildOptionsFromEnv({ POLAR_BASE_IMAGES: "ubuntu" })).toThrow(/not FROM=LOCAL_IMAGE/);
+    expect(() => buildOptionsFromEnv({ POLAR_BUILD_DIRS: "rel/dir" })).toThrow(/not an absolute path/);
+  });
+
+  it("refuses a context outside the build dirs (a link out included), or without a Dockerfile", async () => {
+    const allowed = join(root, "allowed");
+    const outside = join(root, "outside");
+    await mkdir(join(allowed, "empty"), { recursive: true });
+    await mkdir(outside, { recursive: true });
+    await writeFile(join(outside, "Dockerfile"), "FROM x\n");
+    await symlink(outside, join(allowed, "link"));
+    const opts = { baseImages: {}, buildDirs: [allowed], timeoutMs: 1000 };
+    const refused = (dir: string) => buildImage(engine, dir, opts).catch((e) => e);
+    for (const [dir, why] of [
+      [outside, /outside the dirs this runner builds from/],
+      [join(allowed, "link"), /outside the dirs this runner builds from/],
+      [join(allowed, "empty"), /no Dockerfile/],
+      [join(allowed, "missing"), /no such directory/],
+      ["relative/dir", /not an absolute path/],
+    ] as const) {
+      const err = await refused(dir);
+      expect(err).toBeInstanceOf(RuntimeSpecRefused);
+      expect(err.message).toMatch(why);
+    }
+  });
+
+  it("refuses build: images by name on bwrap and apptainer, which build nothing", async () => {
+    const spec = {
+      sessionId: "s",
+      image: "build:/srv/task/environment",
+      env: {},
+      limits: {},
+      proxyUrl: "http://x",
+    };
+    for (const factory of [bwrapRuntimeFactory({ imageDirs: ["/srv"] }), apptainerRuntimeFactory()]) {
+      const err = await factory.create(spec).catch((e) => e);
+      expect(err).toBeInstanceOf(RuntimeSpecRefused);
+      expect(err.message).toMatch(
+        /is refused for (bwrap|apptainer): only the docker backend builds an image/,
+      );
+    }
+  });
+
+  it('runs a built image with its ENTRYPOINT and `sh -c "sleep infinity"`, as Harbor does; others with sleep', () => {
+    const dirs = { root: "/s", workDir: "/s/w", homeDir: "/s/h", runDir: "/s/r" } as SessionDirs;
+    const spec = { sessionId: "s", image: "img", env: {}, limits: {}, proxyUrl: "" };
+    const built = dockerRunArgs({ name: "c", dirs, spec, imageEntrypoint: true });
+    expect(built.slice(-4)).toEqual(["img", "sh", "-c", "sleep infinity"]);
+    expect(built).not.toContain("--entrypoint");
+    expect(dockerRunArgs({ name: "c", dirs, spec }).slice(-4)).toEqual([
+      "--entrypoint",
+      "sleep",
+      "img",
+      "infinity",
+    ]);
+  });
+});
