@@ -209,3 +209,105 @@ def test_refusals_name_the_fix(polar_env: Path, model_dir: Path, tmp_path: Path,
     monkeypatch.delenv("POLAR_CONTROL_URL")
     with pytest.raises(PluginError, match="POLAR_CONTROL_URL and POLAR_CONTROL_TOKEN"):
         rollout(config, dataset_batch(tmp_path, config, [PRIMES]))
+
+
+class FakeTransferQueue:
+    """The four calls verl's v1 agent-loop worker makes on TransferQueue (not installable here),
+    keeping what it puts, so verl's own AgentLoopWorkerTQ code runs around the agent loop."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, dict[str, Any]] = {}
+        self.status: dict[str, str] = {}
+
+    def module(self) -> Any:
+        import types
+
+        class Module(types.ModuleType):
+            # Names verl's v1 package imports but this path never calls (KVBatchMeta, ...).
+            def __getattr__(self, name: str) -> Any:
+                if name.startswith("__"):
+                    raise AttributeError(name)
+                return type(name, (), {})
+
+        tq = Module("transfer_queue")
+        tq.init = lambda *a, **k: None  # type: ignore[attr-defined]
+        tq.async_kv_put = self.kv_put  # type: ignore[attr-defined]
+        tq.async_kv_batch_put = self.kv_batch_put  # type: ignore[attr-defined]
+        return tq
+
+    async def kv_put(self, key: str, partition_id: str, tag: dict[str, Any] | None = None, **_: Any) -> None:
+        self.status[key] = (tag or {}).get("status", "")
+
+    async def kv_batch_put(self, keys: list[str], fields: Any, tags: list[dict[str, Any]], partition_id: str) -> None:
+        for i, key in enumerate(keys):
+            row = fields[i]
+            self.rows[key] = {k: row[k] for k in ("response_mask", "rm_scores", "uid")}
+
+
+def v1_modules(fake: FakeTransferQueue) -> tuple[Any, Any]:
+    """verl's v1 worker and advantage modules, imported with the fake TransferQueue."""
+    import importlib
+    import sys
+
+    sys.modules["transfer_queue"] = fake.module()
+    try:
+        for name in ("verl.trainer.ppo.v1.agent_loop_tq", "verl.trainer.ppo.v1.utils"):
+            sys.modules.pop(name, None)
+        return importlib.import_module("verl.trainer.ppo.v1.agent_loop_tq"), importlib.import_module("verl.trainer.ppo.v1.utils")
+    finally:
+        del sys.modules["transfer_queue"]
+
+
+def test_verls_v1_worker_takes_every_trace_and_its_grpo_counts_each_session_once(
+    polar_env: Path, model_dir: Path, tmp_path: Path
+) -> None:
+    """trainer.use_v1 (verl's default): AgentLoopWorkerTQ._run_prompt starts the n sessions of a
+    uid with session_id 0..n-1; the agent loop returns each session's traces, stored under
+    ``{uid}_{session_id}_{i}``; compute_advantage_for_multi_trajectories with grpo then gives
+    Polar's session rule on split sessions. polar_grpo is refused there, naming grpo."""
+    from verl.trainer.config import AlgoConfig
+
+    fake = FakeTransferQueue()
+    agent_loop_tq, v1_utils = v1_modules(fake)
+    config = verl_config(model_dir, "trainer.use_v1=true")
+    worker = agent_loop_tq.AgentLoopWorkerTQ.__ray_actor_class__(config, None)
+    prompts = dataset_batch(tmp_path, config, [{**PRIMES, "task_id": "primes-split"}])
+    prompt = {k: v[0] for k, v in prompts.non_tensor_batch.items()}
+    prompt.update(uid=str(uuid.uuid4()), agent_name="polar", global_steps=1)
+    trajectory = {"step": 1, "sample_index": 0, "rollout_n": 0, "validate": False}
+    asyncio.run(worker._run_prompt(dict(prompt), {"temperature": 1.0}, trajectory=trajectory))
+    assert fake.status[prompt["uid"]] == "finished"
+    keys = sorted(fake.rows)
+    assert keys == sorted(f"{prompt['uid']}_{s}_{i}" for s in range(N) for i in range(2))  # 3 sessions x 2 traces
+    width = max(len(fake.rows[k]["response_mask"]) for k in keys)
+
+    def padded(name: str, dtype: torch.dtype) -> torch.Tensor:
+        out = torch.zeros((len(keys), width), dtype=dtype)
+        for j, k in enumerate(keys):
+            value = torch.as_tensor(fake.rows[k][name])
+            out[j, : len(value)] = value
+        return out
+
+    data = DataProto.from_dict(
+        tensors={"response_mask": padded("response_mask", torch.long), "token_level_rewards": padded("rm_scores", torch.float32)},
+        non_tensors={"uid": np.array([str(fake.rows[k]["uid"]) for k in keys], dtype=object)},
+    )
+    out = v1_utils.compute_advantage_for_multi_trajectories(
+        data, batch_keys=keys, adv_estimator="grpo", num_repeat=N, config=AlgoConfig(adv_estimator="grpo")
+    )
+    rewards = data.batch["token_level_rewards"].sum(-1).numpy()
+    sessions = [k.rsplit("_", 1)[0] for k in keys]
+    want = session_grpo_advantages([prompt["uid"]] * len(keys), sessions, rewards)
+    got = [a[m == 1].unique().item() for a, m in zip(out.batch["advantages"], out.batch["response_mask"])]
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert max(abs(want)) > 0.5
+    # verl's own grpo over the rows (each trace a row) would count every session twice: not the same.
+    rows = core_algos.compute_grpo_outcome_advantage(
+        token_level_rewards=data.batch["token_level_rewards"], response_mask=data.batch["response_mask"], index=data.non_tensor_batch["uid"]
+    )[0]
+    assert not np.allclose([a[m == 1].unique().item() for a, m in zip(rows, data.batch["response_mask"])], want, atol=0.05)
+    # polar_grpo on v1: refused up front, naming the estimator to use.
+    config = verl_config(model_dir, "trainer.use_v1=true", "algorithm.adv_estimator=polar_grpo")
+    worker = agent_loop_tq.AgentLoopWorkerTQ.__ray_actor_class__(config, None)
+    with pytest.raises(PluginError, match="algorithm.adv_estimator=grpo"):
+        asyncio.run(worker._run_agent_loop({}, trajectory, agent_name="polar", session_id=0, **{k: v for k, v in prompt.items() if k != "agent_name"}))

@@ -82,6 +82,9 @@ def _output(trace: Trace, *, prompt_length: int, response_length: int, raw_logpr
         num_turns=2,
         metrics=AgentLoopMetrics(generate_sequences=elapsed),
         extra_fields={
+            # verl's reward loop fills this; with the reward set here, v1 copies it to a session's
+            # earlier outputs and fails without it.
+            "reward_extra_info": {},
             "polar_session_id": trace.session_id,
             "polar_trace_index": trace.trace_index,
             "polar_status": trace.status,
