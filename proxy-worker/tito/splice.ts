@@ -6,8 +6,9 @@ import type { SessionIdentity } from "../auth.ts";
 import type { ChatRequest } from "../chat/types.ts";
 import type { Gateway } from "../deps.ts";
 import { hasMedia } from "./conversation.ts";
+import { familyOf } from "./families.ts";
 import { renderDelta } from "./render-delta.ts";
-import { rendererFor } from "./renderers.ts";
+import { engineChatRenderer, rendererFor } from "./renderers.ts";
 import { type FallbackReason, findParent } from "./session-lookup.ts";
 
 export type SpliceOutcome =
@@ -70,12 +71,18 @@ export async function spliceTokenPrompt(
     return { kind: "spliced", ids: [...basis.prompt_token_ids], parentCaptureId };
   }
   const parent = found.parent;
-  const { delta } = found;
-  const rendered = await renderDelta(rendererFor(g), {
+  const { delta, answered } = found;
+  const renderers = {
+    template: rendererFor(g),
+    engineChat: engineChatRenderer(g),
+    family: () => familyOf(g, chat.model),
+  };
+  const rendered = await renderDelta(renderers, {
     model: chat.model,
     tools: chat.tools,
     chatTemplateKwargs: chat.chat_template_kwargs,
     delta,
+    answered,
     sampled: parent.response_token_ids ?? [],
     finishReason: parent.finish_reason,
   });

@@ -88,7 +88,13 @@ async function start(
 ): Promise<{ ok: true; url: string } | { ok: false; reason: string }> {
   try {
     // Idempotent and quick once done; the first run on a machine installs (about 1.5 minutes).
-    execFileSync("bash", [ENGINE_SCRIPT, "setup"], { stdio: ["ignore", "ignore", "pipe"], timeout: 900_000 });
+    // A preset's model is built here too, so its first build does not count against the start timeout.
+    const preset = serveArgs.indexOf("--preset");
+    const setupArgs = preset >= 0 ? serveArgs.slice(preset, preset + 2) : [];
+    execFileSync("bash", [ENGINE_SCRIPT, "setup", ...setupArgs], {
+      stdio: ["ignore", "ignore", "pipe"],
+      timeout: 900_000,
+    });
   } catch (err) {
     const stderr = (err as { stderr?: Buffer }).stderr?.toString().trim().split("\n").slice(-5).join(" | ");
     return { ok: false, reason: `bash scripts/engine.sh setup failed: ${stderr || (err as Error).message}` };
