@@ -99,6 +99,13 @@ def test_grpo_trainer_three_steps_on_the_real_engine(stack: Stack, tmp_path: Pat
     result = trainer.train()
     assert result.global_step == STEPS
 
+    # TRL's own importance-sampling path: its logprobs (before the step) against the engine's.
+    logs = [e for e in trainer.state.log_history if "sampling/sampling_logp_difference/max" in e]
+    assert len(logs) == STEPS
+    for entry in logs:
+        assert entry["sampling/sampling_logp_difference/max"] < TOLERANCE, entry
+        assert abs(entry["sampling/importance_sampling_ratio/mean"] - 1) < TOLERANCE, entry
+
     # Weights pushed before every generation, named by TRL's step; the engine reports each one.
     assert [s.version for s in rollout.syncs] == [str(k) for k in range(STEPS)]
     assert [s.reported for s in rollout.syncs] == [{stack.engine_url: str(k)} for k in range(STEPS)]
@@ -120,13 +127,6 @@ def test_grpo_trainer_three_steps_on_the_real_engine(stack: Stack, tmp_path: Pat
     ours = [c for c in captures if rollout.run_id in c.get("task_id", "")]
     assert len(ours) == STEPS * len(prompts) * GROUP * 2  # two calls a session
     assert {c["policy_version_source"] for c in ours} == {"engine"}
-
-    # TRL's own importance-sampling path: its logprobs (before the step) against the engine's.
-    logs = [e for e in trainer.state.log_history if "sampling/sampling_logp_difference/max" in e]
-    assert len(logs) == STEPS
-    for entry in logs:
-        assert entry["sampling/sampling_logp_difference/max"] < TOLERANCE, entry
-        assert abs(entry["sampling/importance_sampling_ratio/mean"] - 1) < TOLERANCE, entry
 
 
 def test_the_weight_sync_reaches_the_engine(stack: Stack) -> None:
