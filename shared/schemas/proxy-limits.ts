@@ -7,9 +7,9 @@ import { z } from "zod";
  * token, so the agent cannot change it.
  */
 export const ProxyLimits = z.strictObject({
-  /** Model calls of one session the proxy has in progress at once; more are answered 429. */
+  /** Calls of one session the proxy has in progress at once (model calls, counts, listings); more are answered 429. */
   max_in_flight: z.number().int().min(1).max(4096).optional(),
-  /** Prompt plus completion tokens (the engine's usage) one session may use per minute. */
+  /** Prompt plus completion tokens (the engine's usage; a failed call: its request's size) one session may use per minute. */
   tokens_per_minute: z.number().int().min(1).max(10_000_000_000).optional(),
 });
 export type ProxyLimits = z.infer<typeof ProxyLimits>;
