@@ -68,11 +68,11 @@ export const TABLES: Record<string, { schema: z.ZodType; fields: Record<string, 
         "`true`",
       ],
       "agent.proxy_limits.max_in_flight": [
-        `Model calls of one session the proxy runs at once; more are answered 429 with \`retry-after\` in the harness's provider shape. Default: the runner's (${RUNNER_DEFAULTS.proxyMaxInFlight}) (docs/security.md "Fair share at the proxy").`,
+        `Calls of one session the proxy runs at once (model calls, token counts, model listings); more are answered 429 with \`retry-after\` in the harness's provider shape. Default: the runner's (${RUNNER_DEFAULTS.proxyMaxInFlight}) (docs/security.md "Fair share at the proxy").`,
         "`4`",
       ],
       "agent.proxy_limits.tokens_per_minute": [
-        `Prompt plus completion tokens (the engine's usage) one session may use per minute; past it, 429 with the wait. Default: the runner's (${RUNNER_DEFAULTS.proxyTokensPerMinute.toLocaleString("en-US")}).`,
+        `Prompt plus completion tokens (the engine's usage) one session may use per minute (a token count costs the tokens counted, a failed call at least its request's size at 4 bytes a token); past it, 429 with the wait. Default: the runner's (${RUNNER_DEFAULTS.proxyTokensPerMinute.toLocaleString("en-US")}).`,
         "`1000000`",
       ],
       "agent.settings": [
