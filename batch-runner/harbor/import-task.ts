@@ -2,7 +2,7 @@ import { readdir } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
 import { isValidId } from "../../shared/ids.ts";
 import { RUNNER_CONFIG_FILES } from "../../shared/schemas/task-settings.ts";
-import { BUILD_PREFIX } from "../runtime/image-build-ref.ts";
+import { BUILD_PREFIX, PREBUILT_PREFIX } from "../runtime/image-build-ref.ts";
 import { readDockerfile } from "./dockerfile.ts";
 import { rewritePaths } from "./harbor-paths.ts";
 import { HarborTaskRefused } from "./harbor-refusal.ts";
@@ -148,6 +148,7 @@ export async function importHarborTask(dir: string, opts: ImportOptions): Promis
   const localInstruction = rewritePaths(instruction, { [workdir]: "." }).trim();
   const hasSolution = (await entryKind(dir, "solution")) === "dir";
   warnings.push(...networkWarnings(toml, Object.values(tests)));
+  const inImage = build || prebuilt !== null;
   // Runner config the task asks for or its tests read is the agent's deliverable: let it reach the judge.
   const named = globsNamedIn(RUNNER_CONFIG_FILES, [localInstruction, ...Object.values(tests)].join("\n"));
   for (const glob of named)
@@ -162,7 +163,7 @@ export async function importHarborTask(dir: string, opts: ImportOptions): Promis
     agent: opts.agent,
     runtime: {
       ...(prebuilt !== null
-        ? { backend: "docker", image: prebuilt }
+        ? { backend: "docker", image: `${PREBUILT_PREFIX}${prebuilt}` }
         : build
           ? { backend: "docker", image: `${BUILD_PREFIX}${resolve(dir, "environment")}` }
           : {}),
@@ -180,6 +181,9 @@ export async function importHarborTask(dir: string, opts: ImportOptions): Promis
         tests,
         workdir,
         ...(named.length ? { outputs_denied: RUNNER_CONFIG_FILES.filter((g) => !named.includes(g)) } : {}),
+        // The judge's work dir starts as the image's WORKDIR too; the agent's edits of those files
+        // are its work (Harbor's tests see them in place), so they replace the image's.
+        ...(inImage ? { outputs_replace: ["**/*"] } : {}),
         ...(toml.verifier?.env && Object.keys(toml.verifier.env).length ? { env: toml.verifier.env } : {}),
         ...(toml.verifier?.timeout_sec ? { timeout_seconds: toml.verifier.timeout_sec } : {}),
       },

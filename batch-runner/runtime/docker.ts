@@ -9,8 +9,14 @@ import { type ContainerEngine, engineEnv, resolveContainerEngine } from "./conta
 import { recordContainer } from "./container-record.ts";
 import type { WrappedCommand } from "./host-dir-runtime.ts";
 import { engineLimits } from "./host-limits.ts";
-import { type BuildOptions, type BuiltImage, buildImage, buildOptionsFromEnv } from "./image-build.ts";
-import { buildContextOf } from "./image-build-ref.ts";
+import {
+  type BuildOptions,
+  type BuiltImage,
+  buildImage,
+  buildOptionsFromEnv,
+  taskImage,
+} from "./image-build.ts";
+import { buildContextOf, prebuiltImageOf } from "./image-build-ref.ts";
 import type { Runtime, RuntimeFactory, RuntimeSpecInput } from "./runtime.ts";
 import { HOST_NODE_DIR, type HostBridge, SANDBOX_BRIDGE_SCRIPT } from "./socket-bridge.ts";
 import { spawnGroup } from "./spawn-group.ts";
@@ -188,10 +194,14 @@ export function dockerRuntimeFactory(opts: DockerOptions = {}): RuntimeFactory {
       engine ??= resolveContainerEngine(opts.bin);
       const resolved = await engine;
       const context = buildContextOf(input.image);
+      const prebuilt = prebuiltImageOf(input.image);
       let built: BuiltImage | undefined;
       if (context !== null) {
         buildOpts ??= opts.build ?? buildOptionsFromEnv();
         built = await buildImage(resolved, context, buildOpts);
+      } else if (prebuilt !== null) {
+        buildOpts ??= opts.build ?? buildOptionsFromEnv();
+        built = await taskImage(resolved, prebuilt, buildOpts.timeoutMs);
       }
       const spec = built ? { ...input, image: built.ref } : input;
       // Podman's `docker` wrapper is podman too: its limit flags follow podman's rules.

@@ -6,19 +6,29 @@ import { RuntimeSpecRefused } from "./runtime-spec-refused.ts";
  * `environment/`). Only the docker backend builds (image-build.ts).
  */
 export const BUILD_PREFIX = "build:";
+/**
+ * `prebuilt:<image>`: a task image run as a built one is (its ENTRYPOINT kept, its WORKDIR the
+ * work dir's start) without building it: a Harbor task's `environment.docker_image`.
+ */
+export const PREBUILT_PREFIX = "prebuilt:";
 
 /** The context dir of a build reference, or null for an ordinary image reference. */
 export function buildContextOf(image: string | undefined): string | null {
   return image?.startsWith(BUILD_PREFIX) ? image.slice(BUILD_PREFIX.length) : null;
 }
 
+/** The image of a `prebuilt:` reference, or null. */
+export function prebuiltImageOf(image: string | undefined): string | null {
+  return image?.startsWith(PREBUILT_PREFIX) ? image.slice(PREBUILT_PREFIX.length) : null;
+}
+
 /**
- * bwrap and apptainer build nothing: a `build:` image is refused there by name (the session ends
+ * bwrap and apptainer build nothing: a `build:` or `prebuilt:` image is refused there by name (the session ends
  * ERROR at INIT) rather than read as a root dir or an image file. Import with `--no-build` for them.
  */
 export function refuseBuildImage(image: string | undefined, backend: "bwrap" | "apptainer"): void {
-  if (buildContextOf(image) === null) return;
+  if (buildContextOf(image) === null && prebuiltImageOf(image) === null) return;
   throw new RuntimeSpecRefused(
-    `runtime.image ${JSON.stringify(image)} is refused for ${backend}: only the docker backend builds an image from a Dockerfile (use runtime.backend docker, or polar import-harbor --no-build)`,
+    `runtime.image ${JSON.stringify(image)} is refused for ${backend}: only the docker backend builds an image from a Dockerfile or runs a task image (use runtime.backend docker, or polar import-harbor --no-build)`,
   );
 }

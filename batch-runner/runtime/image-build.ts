@@ -99,6 +99,28 @@ async function checkedContext(context: string, buildDirs: string[]): Promise<str
   return real;
 }
 
+/** A `prebuilt:` task image as it is (pulled when the node lacks it), with its WORKDIR read. */
+export async function taskImage(
+  engine: ContainerEngine,
+  ref: string,
+  timeoutMs: number,
+): Promise<BuiltImage> {
+  const run = (args: string[], ms = 60_000) =>
+    spawnGroup([engine.bin, ...engine.globalFlags, ...args], { env: engineEnv(), cwd: "/", timeoutMs: ms });
+  const inspect = () => run(["image", "inspect", "--format", "{{.Config.WorkingDir}}", ref]);
+  let res = await inspect();
+  if (res.exitCode !== 0) {
+    const pull = await run(["pull", ref], timeoutMs);
+    if (pull.exitCode !== 0 || pull.timedOut)
+      throw new RuntimeSpecRefused(
+        `the task image ${ref} is not on this node and ${engine.bin} pull failed:\n${tailOf(`${pull.stdout}\n${pull.stderr}`)}`,
+      );
+    res = await inspect();
+  }
+  const workdir = res.stdout.trim().replace(/\/+$/, "");
+  return { ref, workdir: res.exitCode === 0 && workdir !== "" ? workdir : null };
+}
+
 /** The tag for `context` as it is now, building the image unless the engine already has it. */
 export async function buildImage(
   engine: ContainerEngine,

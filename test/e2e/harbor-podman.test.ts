@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chmod, cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -21,11 +21,15 @@ import { POLAR } from "./polar-run-process.ts";
  * config.yaml beside the task), then `polar run` builds the image with podman from the local base
  * image (`POLAR_BASE_IMAGES` maps the task's FROM to the host-rootfs image of podman-image.ts) and
  * runs the pi preset in it, driven by the dry-run policy: the solved variant runs the task's
- * solution and scores 1, the idle one 0. The image is built once for every session and judge; a
+ * solution and scores 1, the idle one 0 (the solution rewrites a file of the image's WORKDIR, so the
+ * agent's edit must reach the tests); prebuilt-note's `docker_image` runs with its WORKDIR's file in
+ * the work dir. The image is built once for every session and judge; a
  * Dockerfile that fails to build ends its session ERROR at INIT with the build log's tail.
  */
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const FIXTURES = join(ROOT, "test", "fixtures", "harbor-build");
+/** prebuilt-note's `environment.docker_image`, built by this test from the lane's image. */
+const PREBUILT = "localhost/polar-harbor-prebuilt:fixture";
 const lane = await podmanLane();
 if (!lane.ok) console.warn(`harbor-podman: skipped: ${lane.reason}`);
 
@@ -85,20 +89,42 @@ describe.skipIf(!lane.ok)("Harbor tasks built and run on podman", () => {
       POLAR_BUILD_DIRS: dir,
       POLAR_SESSIONS_DIR: join(dir, "sessions"),
     };
+    // prebuilt-note's environment.docker_image, as a registry would hold it: a WORKDIR with a file.
+    const prebuilt = join(dir, "prebuilt");
+    await mkdir(prebuilt);
+    await writeFile(
+      join(prebuilt, "Dockerfile"),
+      `FROM ${lane.image}\nRUN mkdir -p /srv/notes && echo "from the image" > /srv/notes/note.txt\nWORKDIR /srv/notes\n`,
+    );
+    const made = spawnSync(lane.cli[0] as string, [...lane.cli.slice(1), "build", "-t", PREBUILT, prebuilt], {
+      encoding: "utf8",
+      timeout: 120_000,
+    });
+    expect(made.status, made.stderr).toBe(0);
     const imported = await polar(["import-harbor", collection, "--harness", "pi"], env, 60_000);
     expect(imported.code, imported.stderr).toBe(0);
-    const [broken, tally] = imported.stdout
-      .trim()
-      .split("\n")
-      .map((l) => JSON.parse(l));
-    expect(tally.task_id).toBe("word-tally");
-    const solve = (await readFile(join(FIXTURES, "word-tally", "solution", "solve.sh"), "utf8"))
-      .split("\n")
-      .filter((l) => l.trim() !== "" && !l.startsWith("#"));
+    const byId = Object.fromEntries(
+      imported.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l))
+        .map((t) => [t.task_id, t]),
+    );
+    const solution = async (task: string) =>
+      (await readFile(join(FIXTURES, task, "solution", "solve.sh"), "utf8"))
+        .split("\n")
+        .filter((l) => l.trim() !== "" && !l.startsWith("#"));
+    const { "word-tally": tally, "broken-build": broken, "prebuilt-note": note } = byId;
     const tasks = [
-      { ...tally, task_id: "tally-solved", num_samples: 2, instruction: tally.instruction + script(solve) },
+      {
+        ...tally,
+        task_id: "tally-solved",
+        num_samples: 2,
+        instruction: tally.instruction + script(await solution("word-tally")),
+      },
       { ...tally, task_id: "tally-idle", instruction: tally.instruction + script([]) },
-      { ...broken, instruction: broken.instruction + script(solve) },
+      { ...broken, instruction: broken.instruction + script(await solution("word-tally")) },
+      { ...note, instruction: note.instruction + script(await solution("prebuilt-note")) },
     ];
     const tasksFile = join(dir, "tasks.jsonl");
     await writeFile(tasksFile, `${tasks.map((t) => JSON.stringify(t)).join("\n")}\n`);
@@ -108,7 +134,7 @@ describe.skipIf(!lane.ok)("Harbor tasks built and run on podman", () => {
       300_000,
     );
     const store = new DirectoryStore(join(dir, "out", "store"));
-    for (const id of ["tally-solved", "tally-idle", "broken-build"])
+    for (const id of ["tally-solved", "tally-idle", "broken-build", "prebuilt-note"])
       results[id] = await readTaskResults(store, id);
     builds = (await readFile(log, "utf8").catch(() => "")).split("\n").filter((l) => /(^| )build /.test(l));
   }, 420_000);
@@ -120,6 +146,7 @@ describe.skipIf(!lane.ok)("Harbor tasks built and run on podman", () => {
       const tag = /--tag (\S+)/.exec(line)?.[1];
       if (tag?.startsWith(IMAGE_REPOSITORY)) spawnSync("podman", ["rmi", "-f", tag]);
     }
+    spawnSync("podman", ["rmi", "-f", PREBUILT]);
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
@@ -133,6 +160,12 @@ describe.skipIf(!lane.ok)("Harbor tasks built and run on podman", () => {
     const [idle] = results["tally-idle"] ?? [];
     expect(idle?.status, `${idle?.error}\n${out}`).toBe("COMPLETED");
     expect(idle?.reward).toBe(0);
+  });
+
+  it("runs environment.docker_image as Harbor does: its WORKDIR's file in the work dir, solved 1", () => {
+    const [r] = results["prebuilt-note"] ?? [];
+    expect(r?.status, `${r?.error}\n${run.stdout}\n${run.stderr}`).toBe("COMPLETED");
+    expect(r?.reward, JSON.stringify(r?.evaluation)).toBe(1);
   });
 
   it("builds each image once for all its sessions and judges (a cache keyed by the context)", () => {

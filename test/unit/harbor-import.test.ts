@@ -92,6 +92,8 @@ describe("importHarborTask", () => {
           timeout_seconds: 120,
           env: { GREETING: "hi" },
           tests: { "test.sh": TASK["tests/test.sh"], "helper.py": TASK["tests/helper.py"] },
+          // The judge starts from the image's WORKDIR too: the agent's edits of it must reach the tests.
+          outputs_replace: ["**/*"],
         },
       },
       metadata: { harbor: { from: "ubuntu:24.04", solution: true, metadata: { difficulty: "easy" } } },
@@ -152,7 +154,9 @@ describe("importHarborTask", () => {
     });
     const { task } = await importHarborTask(dir, { agent });
     expect(validateTask(task).ok).toBe(true);
-    expect(task.runtime).toMatchObject({ backend: "docker", image: "registry.example/tb/task:1" });
+    // Run as a built image is (ENTRYPOINT kept, WORKDIR the work dir's start), without a build.
+    expect(task.runtime).toMatchObject({ backend: "docker", image: "prebuilt:registry.example/tb/task:1" });
+    expect(task.evaluator).toMatchObject({ config: { outputs_replace: ["**/*"] } });
     const bare = await taskDir({
       "task.toml": '[environment]\ndocker_image = "x"\n',
       "environment/Dockerfile": null,

@@ -64,20 +64,16 @@ describe("building a task's image", () => {
     }
   });
 
-  it("refuses build: images by name on bwrap and apptainer, which build nothing", async () => {
-    const spec = {
-      sessionId: "s",
-      image: "build:/srv/task/environment",
-      env: {},
-      limits: {},
-      proxyUrl: "http://x",
-    };
-    for (const factory of [bwrapRuntimeFactory({ imageDirs: ["/srv"] }), apptainerRuntimeFactory()]) {
-      const err = await factory.create(spec).catch((e) => e);
-      expect(err).toBeInstanceOf(RuntimeSpecRefused);
-      expect(err.message).toMatch(
-        /is refused for (bwrap|apptainer): only the docker backend builds an image/,
-      );
+  it("refuses build: and prebuilt: images by name on bwrap and apptainer, which build nothing", async () => {
+    for (const image of ["build:/srv/task/environment", "prebuilt:registry.example/task:1"]) {
+      const spec = { sessionId: "s", image, env: {}, limits: {}, proxyUrl: "http://x" };
+      for (const factory of [bwrapRuntimeFactory({ imageDirs: ["/srv"] }), apptainerRuntimeFactory()]) {
+        const err = await factory.create(spec).catch((e) => e);
+        expect(err).toBeInstanceOf(RuntimeSpecRefused);
+        expect(err.message).toMatch(
+          /is refused for (bwrap|apptainer): only the docker backend builds an image/,
+        );
+      }
     }
   });
 
