@@ -2,8 +2,10 @@ import { describe, expect, it } from "vitest";
 import type { SessionIdentity } from "../../proxy-worker/auth.ts";
 import { AddressLimiter, addressKey } from "../../proxy-worker/fair-share/address-limiter.ts";
 import {
+  costOfCall,
   IN_FLIGHT_RETRY_MS,
   SessionLimiter,
+  tokensOfBytes,
   tokensOfCall,
 } from "../../proxy-worker/fair-share/session-limiter.ts";
 import { TaskRequest } from "../../shared/schemas/task.ts";
@@ -93,6 +95,16 @@ describe("fair share: tokens per minute per session", () => {
     expect(tokensOfCall({ usage: null, prompt_token_ids: null, response_token_ids: null })).toBe(0);
   });
 
+  it("a failed call costs at least its request's size (4 bytes a token), an answered one its usage", () => {
+    const ids = { prompt_token_ids: null, response_token_ids: null };
+    const usage = { prompt_tokens: 10, completion_tokens: 2 };
+    expect(costOfCall({ ...ids, usage: null, error: { status: 400 } }, 1_048_576)).toBe(262_144);
+    expect(costOfCall({ ...ids, usage, error: { status: 500 } }, 8)).toBe(12);
+    expect(costOfCall({ ...ids, usage, error: null }, 1_048_576)).toBe(12);
+    expect(tokensOfBytes(0)).toBe(0);
+    expect(tokensOfBytes(5)).toBe(2);
+  });
+
   it("forgets sessions that hold nothing once many were seen, and keeps those that do", () => {
     const c = clock();
     const limiter = new SessionLimiter({}, c.fn);
@@ -157,6 +169,15 @@ describe("fair share: requests without a credential per address", () => {
     expect(limiter.waitMs("203.0.113.8")).toBe(0);
     c.tick(20_000);
     expect(limiter.waitMs("203.0.113.7")).toBe(0);
+  });
+
+  it("stops at zero: charges past the budget owe nothing (issue 41, item 6)", () => {
+    const c = clock();
+    const limiter = new AddressLimiter(3, c.fn);
+    for (let i = 0; i < 2000; i++) limiter.charge("203.0.113.9");
+    expect(limiter.waitMs("203.0.113.9")).toBe(20_000);
+    c.tick(20_000);
+    expect(limiter.waitMs("203.0.113.9")).toBe(0);
   });
 
   it("counts an IPv6 /64 as one client and IPv4-mapped IPv6 as IPv4", () => {
