@@ -205,6 +205,12 @@ def test_refusals_name_the_fix(polar_env: Path, model_dir: Path, tmp_path: Path,
     # A row naming no task in the task file.
     with pytest.raises(PluginError, match="'nope' is not a task_id of"):
         rollout(config, dataset_batch(tmp_path, config, [{**PRIMES, "task_id": "nope"}]))
+    # A task sampling at another temperature than verl's actor assumes.
+    hot = {**PRIMES, "task_id": "hot", "agent": {**PRIMES["agent"], "sampling": {"temperature": 0.5}}}
+    monkeypatch.setenv("POLAR_TASKS", str(tmp_path / "hot.jsonl"))
+    (tmp_path / "hot.jsonl").write_text(json.dumps(PRIMES) + "\n" + json.dumps(hot) + "\n")
+    with pytest.raises(PluginError, match=r"agent.sampling.temperature=0.5 differs from verl's 1.0"):
+        rollout(config, dataset_batch(tmp_path, config, [hot]))
     # No control API configured.
     monkeypatch.delenv("POLAR_CONTROL_URL")
     with pytest.raises(PluginError, match="POLAR_CONTROL_URL and POLAR_CONTROL_TOKEN"):

@@ -141,7 +141,17 @@ class PolarAgentLoop(AgentLoopBase):  # type: ignore[misc]
         task = task_for(extra if isinstance(extra, dict) else None, self.tasks, where=f"verl row (uid {uid})")
         rollout = self.rollout_config
         agent = dict(task.get("agent") or {})
-        agent["sampling"] = {**_sampling(sampling_params, rollout.response_length), **(agent.get("sampling") or {})}
+        own = dict(agent.get("sampling") or {})
+        verls = _sampling(sampling_params, rollout.response_length)
+        for key in SAMPLING_KEYS:
+            if key in own and key in verls and own[key] != verls[key]:
+                # verl's actor recomputes logprobs at its own temperature: a task sampling at
+                # another would make every importance ratio wrong.
+                raise PluginError(
+                    f"verl row (uid {uid}): the task's agent.sampling.{key}={own[key]} differs from verl's "
+                    f"{verls[key]} (actor_rollout_ref.rollout.{key}); drop it from the task or set verl's"
+                )
+        agent["sampling"] = {**own, **verls}
         task["agent"] = agent
         started = time.monotonic()
         task_id, traces, size = await self._groups().session(uid, task)
