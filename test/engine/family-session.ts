@@ -65,7 +65,8 @@ export function stopEngine(engine: RealEngine): void {
   rmSync(pidFile, { force: true });
 }
 
-export function familySuite(c: FamilyCase, engine: RealEngine): void {
+/** `more`: the family's own cases, run on the same engine before it stops. */
+export function familySuite(c: FamilyCase, engine: RealEngine, more?: () => void): void {
   describe.skipIf(!engine.ok)(
     `token-in-token-out on ${c.preset} (${engine.ok ? "running" : engine.reason})`,
     () => {
@@ -118,6 +119,8 @@ export function familySuite(c: FamilyCase, engine: RealEngine): void {
         const lp = (trace.response_logprobs ?? []).filter((_, i) => trace.loss_mask[i] === 1);
         expect(lp).toEqual(caps.flatMap((cap) => cap.response_logprobs!));
       }, 120_000);
+
+      more?.();
     },
   );
 }
