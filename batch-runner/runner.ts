@@ -22,6 +22,7 @@ import { nodeResources } from "./runtime/node-resources.ts";
 import { type RuntimeFactoryOptions, runtimeFactories } from "./runtime/open-runtime.ts";
 import type { RuntimeFactory } from "./runtime/runtime.ts";
 import { sandboxedRuntimes } from "./runtime/sandbox-policy.ts";
+import type { TaskCeilings } from "./runtime/task-ceilings.ts";
 import { defaultSessionsRoot, reapOrphanedSessions } from "./runtime/work-dirs.ts";
 import { writeGroupShard } from "./shards/write-group-shard.ts";
 
@@ -61,6 +62,11 @@ export interface RunnerOptions {
    * out: no limit); default `RUNNER_DEFAULTS.proxyMaxInFlight` and `proxyTokensPerMinute`.
    */
   proxyLimits?: ProxySessionLimits;
+  /**
+   * The most a task may ask for in `runtime.limits`, `agent.proxy_limits` and `timeout_seconds`
+   * (`--max-task-limits`): a task over one ends ERROR at INIT naming it. None by default.
+   */
+  taskCeilings?: TaskCeilings;
   /**
    * Lets tasks run in the `process` runtime (on the host, as the runner's user), and lets the runner
    * start without a working bwrap (the default runtime then falls back to `process`). Off by default.
@@ -105,6 +111,7 @@ export async function startRunner(opts: RunnerOptions): Promise<Runner> {
     store: opts.store,
     sessionLimits,
     proxyLimits: opts.proxyLimits,
+    taskCeilings: opts.taskCeilings,
     runtimes:
       opts.runtimes ??
       sandboxedRuntimes(

@@ -1,4 +1,5 @@
 import { type ParseArgsConfig, parseArgs } from "node:util";
+import { parseTaskCeilings, type TaskCeilings } from "../batch-runner/runtime/task-ceilings.ts";
 import { ENGINES, type EngineName, isEngineName } from "../shared/engines.ts";
 import { openStore, StoreSpecError } from "../shared/node/open-store.ts";
 import type { ObjectStore } from "../shared/store/object-store.ts";
@@ -132,4 +133,14 @@ export function weakSigningKeyWarning(key: string | null | undefined): string | 
     `warning: POLAR_SIGNING_KEY is ${key.length} characters; anyone who guesses it can mint session ` +
     `tokens. Use at least ${MIN_SIGNING_KEY_CHARS} random characters, e.g. \`export POLAR_SIGNING_KEY=$(openssl rand -hex 32)\``
   );
+}
+
+/** `--max-task-limits NAME=N,...`: the operator's ceilings on what a task asks for; absent: none. */
+export function taskCeilingsFlag(value: string | undefined): TaskCeilings | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return parseTaskCeilings(value);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
 }

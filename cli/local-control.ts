@@ -3,6 +3,7 @@ import { join, resolve } from "node:path";
 import type { Hono } from "hono";
 import { startRunner } from "../batch-runner/runner.ts";
 import { RUNNER_DEFAULTS } from "../batch-runner/runner-defaults.ts";
+import type { TaskCeilings } from "../batch-runner/runtime/task-ceilings.ts";
 import type { EngineName } from "../shared/engines.ts";
 import { openStore } from "../shared/node/open-store.ts";
 import type { SessionResult } from "../shared/schemas/trajectory.ts";
@@ -28,6 +29,8 @@ export interface LocalControlOptions {
   logRequests?: boolean;
   /** Sessions may run unsandboxed (no working bwrap, or runtime.backend process). */
   allowUnsandboxed?: boolean;
+  /** `--max-task-limits`: what a submitted task may ask for at most. */
+  taskCeilings?: TaskCeilings;
   log?: (line: string) => void;
   onResult?: (result: SessionResult) => void;
   /**
@@ -85,6 +88,7 @@ export async function startLocalControl(opts: LocalControlOptions = {}): Promise
       maxReceives,
       waitSeconds: 1,
       allowUnsandboxed: opts.allowUnsandboxed,
+      taskCeilings: opts.taskCeilings,
       log: (line) => log(`[runner] ${line}`),
       onResult: (r) => {
         const why = r.status === "ERROR" && r.error ? `: ${r.error.split("\n", 1)[0]}` : "";

@@ -12,6 +12,7 @@ import { loadCaptures } from "../reconstruction/load-captures.ts";
 import { RUNNER_DEFAULTS } from "../runner-defaults.ts";
 import { limitReason } from "../runtime/limits.ts";
 import { type Runtime, RuntimeSpecRefused } from "../runtime/runtime.ts";
+import { checkTaskCeilings } from "../runtime/task-ceilings.ts";
 import { isCancelled } from "./cancellation.ts";
 import { finishTaskIfUnfinished } from "./session-result.ts";
 import type { PreparedSession, SessionDeps } from "./session-types.ts";
@@ -87,6 +88,8 @@ export async function initSession(
   const attempt = await attemptFor(deps, job, msg.receiveCount);
   if (await isCancelled(deps.store, job.task_id)) return { kind: "cancelled", job, attempt };
 
+  // Before anything is built: a task over the operator's ceilings is refused whoever submitted it.
+  configured(() => checkTaskCeilings(task, deps.taskCeilings));
   const preset = configured(() => deps.presetFor(task.agent.harness));
   const evaluator = await deps.resolveEvaluator(task.evaluator.strategy).catch((err: Error) => {
     throw new TaskConfigError(err.message);

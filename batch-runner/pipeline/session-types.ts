@@ -9,6 +9,7 @@ import type { HarnessInvocation, HarnessPreset } from "../harness/preset.ts";
 import type { Queue, QueueMessage } from "../queue/queue.ts";
 import type { SessionLimits } from "../runtime/limits.ts";
 import type { ExecResult, Runtime, RuntimeFactory } from "../runtime/runtime.ts";
+import type { TaskCeilings } from "../runtime/task-ceilings.ts";
 
 export interface WrittenGroupShard {
   /** The Parquet key; null when the task produced no trace (only the JSONL twin is written then). */
@@ -31,6 +32,8 @@ export interface SessionDeps {
    * `proxyTokensPerMinute`. Minted into the session token.
    */
   proxyLimits?: ProxySessionLimits;
+  /** The most a task may ask for (`--max-task-limits`); a task over one ends ERROR at INIT. None when absent. */
+  taskCeilings?: TaskCeilings;
   /** Proxy base URL as the host sees it. */
   proxyUrl: string;
   /** POLAR_SIGNING_KEY; null when the proxy runs with `--auth off` (the token is then the session id). */

@@ -9,7 +9,15 @@ import { nodeResources } from "../../batch-runner/runtime/node-resources.ts";
 import { defaultSessionsRoot } from "../../batch-runner/runtime/work-dirs.ts";
 import type { SessionLimits as ProxySessionLimits } from "../../shared/schemas/proxy-limits.ts";
 import { type Command, UsageError } from "../command.ts";
-import { intFlag, numberFlag, parseFlags, queueFlag, storeFlag, weakSigningKeyWarning } from "../flags.ts";
+import {
+  intFlag,
+  numberFlag,
+  parseFlags,
+  queueFlag,
+  storeFlag,
+  taskCeilingsFlag,
+  weakSigningKeyWarning,
+} from "../flags.ts";
 
 /** The defaults on this node for the default --run, shown in --help (the runner derives them for its own --run). */
 const shown = defaultSessionLimits(RUNNER_DEFAULTS.run, nodeResources(existingDir(defaultSessionsRoot())));
@@ -25,6 +33,7 @@ const usage = `Usage: polar runner --queue memory|SQS_URL --store DIR|s3://bucke
                     [--bwrap-image-dir DIR]...
                     [--session-memory-mb N] [--session-pids N] [--session-disk-mb N] [--session-output-mb N]
                     [--session-max-in-flight N] [--session-tokens-per-minute N]
+                    [--max-task-limits NAME=N,...]
 
 A batch runner: receives SessionJobs, runs each session through INIT -> READY -> RUNNING -> POSTRUN
 and writes results/{task}/{session}.json and the task's group shard when its last session lands.
@@ -84,6 +93,11 @@ and writes results/{task}/{session}.json and the task's group shard when its las
                        ${RUNNER_DEFAULTS.proxyMaxInFlight}) and prompt + completion tokens per minute (default ${RUNNER_DEFAULTS.proxyTokensPerMinute}); 0 = no
                        limit. Past either, the harness gets its provider's 429 with retry-after
                        (docs/security.md, "Fair share at the proxy")
+  --max-task-limits NAME=N,...
+                       the most a task may ask for, whoever submitted it (a control-API token
+                       holder, a plug-in's dataset row, a NeMo Gym row): NAME is one of memory_mb,
+                       pids, disk_mb, output_mb, cpus, gpus, max_in_flight, tokens_per_minute,
+                       timeout_seconds; a task over one ends ERROR at INIT naming it. None by default
 
 Environment: POLAR_SIGNING_KEY (the proxy's key; unset = the proxy runs with --auth off),
 AWS_* and AWS_ENDPOINT_URL_SQS for SQS, AWS_ENDPOINT_URL_S3 for s3:// stores; none of it reaches a
@@ -128,6 +142,7 @@ const command: Command = {
             "session-output-mb",
             "session-max-in-flight",
             "session-tokens-per-minute",
+            "max-task-limits",
           ].map((k) => [k, { type: "string" as const }]),
         ),
         "allow-unsandboxed": { type: "boolean" },
@@ -204,6 +219,7 @@ const command: Command = {
       sessionsRoot: values["sessions-dir"],
       sessionLimits,
       proxyLimits,
+      taskCeilings: taskCeilingsFlag(values["max-task-limits"]),
       harnessCacheDir: values["harness-cache"],
       allowUnsandboxed: values["allow-unsandboxed"] === true,
       evaluatorDirs: values["evaluator-dir"],

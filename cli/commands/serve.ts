@@ -1,8 +1,17 @@
 import { type Command, UsageError } from "../command.ts";
-import { engineFlag, intFlag, numberFlag, parseFlags, untilSignal, upstreamFlag } from "../flags.ts";
+import {
+  engineFlag,
+  intFlag,
+  numberFlag,
+  parseFlags,
+  taskCeilingsFlag,
+  untilSignal,
+  upstreamFlag,
+} from "../flags.ts";
 
 const usage = `Usage: polar serve [--upstream URL] [--engine vllm|sglang] [--port 8787] [--host 127.0.0.1]
                    [--out DIR] [--control-token T] [--run N] [--log-requests] [--allow-unsandboxed]
+                   [--max-task-limits NAME=N,...]
 
 The task control API locally, in one command: the proxy with POST/GET/DELETE /v1/tasks and
 /openapi.json, an in-memory queue, a directory store under DIR/store and a batch runner in this
@@ -20,6 +29,10 @@ as signed local download URLs, as an S3 store would presign them. Then, from ano
   --log-requests     one line per proxy call: method, path, provider, session, status, ms
   --allow-unsandboxed  without a working bwrap, run sessions unsandboxed on this host as this
                      user (otherwise serve refuses to start); also allows runtime.backend process
+  --max-task-limits NAME=N,...
+                     the most a submitted task may ask for (memory_mb, pids, disk_mb, output_mb,
+                     cpus, gpus, max_in_flight, tokens_per_minute, timeout_seconds); a task over
+                     one ends ERROR at INIT naming it (as \`polar runner\`)
 
 Jobs live in this process: queued sessions are lost when it stops (results already written stay,
 and resubmitting reruns only the sessions without one). For a fleet use \`polar proxy
@@ -41,6 +54,7 @@ const command: Command = {
         run: { type: "string" },
         "log-requests": { type: "boolean" },
         "allow-unsandboxed": { type: "boolean" },
+        "max-task-limits": { type: "string" },
       },
       strict: true,
       allowPositionals: true,
@@ -64,6 +78,7 @@ const command: Command = {
         run: intFlag("run", values.run, 4, 1, 1024),
         logRequests: values["log-requests"] === true,
         allowUnsandboxed: values["allow-unsandboxed"] === true,
+        taskCeilings: taskCeilingsFlag(values["max-task-limits"]),
         routes: viewerRoutes,
       });
     } catch (err) {
