@@ -209,7 +209,7 @@ def test_refusals_name_the_fix(polar_env: Path, model_dir: Path, tmp_path: Path,
     hot = {**PRIMES, "task_id": "hot", "agent": {**PRIMES["agent"], "sampling": {"temperature": 0.5}}}
     monkeypatch.setenv("POLAR_TASKS", str(tmp_path / "hot.jsonl"))
     (tmp_path / "hot.jsonl").write_text(json.dumps(PRIMES) + "\n" + json.dumps(hot) + "\n")
-    with pytest.raises(PluginError, match=r"agent.sampling.temperature=0.5 differs from verl's 1.0"):
+    with pytest.raises(PluginError, match=r"agent.sampling.temperature=0.5 differs from the trainer's 1.0"):
         rollout(config, dataset_batch(tmp_path, config, [hot]))
     # No control API configured.
     monkeypatch.delenv("POLAR_CONTROL_URL")

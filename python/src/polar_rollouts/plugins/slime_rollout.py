@@ -16,7 +16,8 @@ session becomes a ``list[Sample]``, one per trace (slime's "compact" shape, chec
 process), slime's ``group_index`` and ``index``, and ``metadata["polar"]["group_id"]`` rewritten
 to slime's group: ``post_process_rewards`` then normalises over exactly slime's group, counting
 each session once. The reward is Polar's, set on every sample, so slime's reward model is not
-called for them.
+called for them. slime's temperature / top-p / top-k and response cap go into the task's
+``agent.sampling`` (a task asking for other values is refused).
 
 - ``generate_rollout`` (``--rollout-function-path``) takes ``rollout_batch_size`` groups from
   slime's data source and runs their tasks at once; for evaluation keep slime's own eval function
@@ -45,6 +46,7 @@ from .task_group import (
     sessions_of,
     task_for,
     task_id_for,
+    with_trainer_sampling,
 )
 
 CHECKED_SLIME = "624b824a"
@@ -97,8 +99,11 @@ def generate_rollout(args: Any, rollout_id: int, data_source: Any, evaluation: b
     client = control_client(None, None, who="slime rollout function")
     groups = data_source.get_samples(args.rollout_batch_size)
 
+    sampling = {"temperature": args.rollout_temperature, "top_p": args.rollout_top_p, "top_k": args.rollout_top_k}
+
     def run(group: list[Any]) -> list[list[Trace]]:
-        request = {**_task(group[0]), "task_id": task_id_for(f"slime-{rollout_id}", str(group[0].group_index))}
+        task = with_trainer_sampling(_task(group[0]), sampling, args.rollout_max_response_len, where="slime")
+        request = {**task, "task_id": task_id_for(f"slime-{rollout_id}", str(group[0].group_index))}
         request["num_samples"] = len(group)
         return sessions_of(client.run(request, timeout_s=TIMEOUT_S), len(group), request["task_id"])
 
@@ -118,5 +123,6 @@ async def generate(args: Any, sample: Any, sampling_params: dict[str, Any], eval
     if key not in _groups:
         _groups[key] = TaskGroups(client, prefix="slime", timeout_s=TIMEOUT_S)
     size = args.n_samples_per_eval_prompt if evaluation else args.n_samples_per_prompt
-    _, traces, _ = await _groups[key].session(str(sample.group_index), _task(sample), size=int(size))
+    task = with_trainer_sampling(_task(sample), sampling_params, sampling_params.get("max_new_tokens"), where="slime")
+    _, traces, _ = await _groups[key].session(str(sample.group_index), task, size=int(size))
     return session_samples(traces, sample)

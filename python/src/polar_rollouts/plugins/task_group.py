@@ -97,6 +97,31 @@ def task_for(fields: Mapping[str, Any] | None, tasks: str | None, *, where: str)
 _task_numbers = itertools.count()
 
 
+# The trainer's sampling settings Polar's agent.sampling sets on every call of a session.
+SAMPLING_KEYS = ("temperature", "top_p", "top_k")
+
+
+def with_trainer_sampling(task: dict[str, Any], trainer: Mapping[str, Any], max_tokens: int | None, *, where: str) -> dict[str, Any]:
+    """``task`` with the trainer's temperature / top_p / top_k (and ``max_tokens`` cap) in its
+    ``agent.sampling``. The trainer recomputes logprobs at its own temperature, so a task asking
+    for another value would make every importance ratio wrong: refused, naming both."""
+    values = {k: trainer[k] for k in SAMPLING_KEYS if trainer.get(k) is not None}
+    if isinstance(values.get("top_k"), int) and values["top_k"] <= 0:
+        del values["top_k"]  # the trainers' "no top-k"
+    if max_tokens is not None:
+        values["max_tokens"] = int(max_tokens)
+    agent = dict(task.get("agent") or {})
+    own = dict(agent.get("sampling") or {})
+    for key in SAMPLING_KEYS:
+        if key in own and key in values and own[key] != values[key]:
+            raise PluginError(
+                f"{where}: the task's agent.sampling.{key}={own[key]} differs from the trainer's {values[key]}; "
+                "drop it from the task or set the trainer's"
+            )
+    agent["sampling"] = {**own, **values}
+    return {**task, "agent": agent}
+
+
 def task_id_for(prefix: str, key: str) -> str:
     """A task id never used before: a trainer key seen again (a new step, an eval group numbered
     like a training one) is a new task, never an old session or a 409."""

@@ -34,12 +34,10 @@ from typing import Any
 from ..adapters.behaviour_logprobs import RawLogprobs, behaviour_logprobs
 from ..adapters.verl_estimator import NAME as POLAR_GRPO
 from ..trace import Trace
-from .task_group import PluginError, TaskGroups, control_client, task_for
+from .task_group import PluginError, TaskGroups, control_client, task_for, with_trainer_sampling
 
 CHECKED_VERL = "0.9.1"
 AGENT_LOOPS_YAML = Path(__file__).with_name("verl_agent_loops.yaml")
-# verl's sampling_params keys that Polar's agent.sampling sets on every call of the session.
-SAMPLING_KEYS = ("temperature", "top_p", "top_k")
 _groups: dict[tuple[str, str], TaskGroups] = {}
 
 try:
@@ -49,16 +47,6 @@ except ModuleNotFoundError as err:  # pragma: no cover - the message is the poin
         f"polar_rollouts.plugins.verl_agent_loop needs verl's agent loop ({err.name} is missing): "
         "pip install './python[torch,verl]' && pip install --no-deps verl==0.9.1 (docs/trainers.md)"
     ) from err
-
-
-def _sampling(sampling_params: dict[str, Any], response_length: int) -> dict[str, Any]:
-    out: dict[str, Any] = {"max_tokens": int(response_length)}
-    for key in SAMPLING_KEYS:
-        value = sampling_params.get(key)
-        if value is None or (key == "top_k" and value <= 0):
-            continue
-        out[key] = value
-    return out
 
 
 def _output(trace: Trace, *, prompt_length: int, response_length: int, raw_logprobs: RawLogprobs, elapsed: float) -> Any:
@@ -140,19 +128,7 @@ class PolarAgentLoop(AgentLoopBase):  # type: ignore[misc]
         extra = row.get("extra_info")
         task = task_for(extra if isinstance(extra, dict) else None, self.tasks, where=f"verl row (uid {uid})")
         rollout = self.rollout_config
-        agent = dict(task.get("agent") or {})
-        own = dict(agent.get("sampling") or {})
-        verls = _sampling(sampling_params, rollout.response_length)
-        for key in SAMPLING_KEYS:
-            if key in own and key in verls and own[key] != verls[key]:
-                # verl's actor recomputes logprobs at its own temperature: a task sampling at
-                # another would make every importance ratio wrong.
-                raise PluginError(
-                    f"verl row (uid {uid}): the task's agent.sampling.{key}={own[key]} differs from verl's "
-                    f"{verls[key]} (actor_rollout_ref.rollout.{key}); drop it from the task or set verl's"
-                )
-        agent["sampling"] = {**own, **verls}
-        task["agent"] = agent
+        task = with_trainer_sampling(task, sampling_params, rollout.response_length, where=f"verl row (uid {uid})")
         started = time.monotonic()
         task_id, traces, size = await self._groups().session(uid, task)
         if not v1 and len(traces) > 1:
