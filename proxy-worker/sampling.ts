@@ -45,6 +45,43 @@ export function applyTaskSampling(
   return { chat: out, overrides };
 }
 
+/**
+ * Non-scalar request fields that reshape the sampled distribution (bias, masks, grammars, a forced
+ * tool call): vLLM's raw logprobs are taken before them, so a trainer's logprob check must see them
+ * (python `adapters/behaviour_logprobs.py`, `RESHAPING`). Recorded as a short string, since the
+ * record holds scalars: the JSON of a list or map, a response format's `type`, `function` for a
+ * named tool choice.
+ */
+const RECORDED_SETTINGS = [
+  "typical_p",
+  "logit_bias",
+  "bad_words",
+  "allowed_token_ids",
+  "logits_processors",
+  "structured_outputs",
+  "guided_json",
+  "guided_regex",
+  "guided_choice",
+  "guided_grammar",
+  "response_format",
+  "tool_choice",
+] as const;
+
+function settingValue(
+  name: (typeof RECORDED_SETTINGS)[number],
+  v: unknown,
+): string | number | boolean | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v === "number" || typeof v === "string" || typeof v === "boolean") return v;
+  if (name === "response_format") return String((v as { type?: unknown }).type ?? "object");
+  if (name === "tool_choice") return "function";
+  const json = JSON.stringify(v);
+  // An empty bias or word list reshapes nothing: recorded, it would read as a setting in effect.
+  if (json === "{}" || json === "[]") return undefined;
+  // A schema can be large; what the check needs is that the setting was there.
+  return json.length > 200 ? `${json.slice(0, 200)}...` : json;
+}
+
 export function samplingRecord(
   sent: ChatRequest,
   overrides: string[],
@@ -54,6 +91,10 @@ export function samplingRecord(
   for (const param of RECORDED_PARAMS) {
     const v = sent[param];
     if (typeof v === "number" || typeof v === "string" || typeof v === "boolean") params[param] = v;
+  }
+  for (const name of RECORDED_SETTINGS) {
+    const v = settingValue(name, sent[name]);
+    if (v !== undefined) params[name] = v;
   }
   return { params, task_overrides: overrides, logprobs_mode: logprobsMode };
 }

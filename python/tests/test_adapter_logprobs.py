@@ -43,6 +43,10 @@ RESHAPING_SENT: list[tuple[str, Any]] = [
     ("response_format", {"type": "json_schema", "json_schema": {"name": "x", "schema": {}}}),
     ("tool_choice", "required"),
     ("tool_choice", {"type": "function", "function": {"name": "bash"}}),
+    # As the proxy records them (proxy-worker/sampling.ts: scalars only).
+    ("logit_bias", '{"151645":-100}'),
+    ("response_format", "json_schema"),
+    ("tool_choice", "function"),
 ]
 NEUTRAL_SENT: list[tuple[str, Any]] = [
     ("temperature", 1.0),
@@ -57,6 +61,8 @@ NEUTRAL_SENT: list[tuple[str, Any]] = [
     ("bad_words", []),
     ("response_format", {"type": "text"}),
     ("tool_choice", "auto"),
+    ("response_format", "text"),
+    ("tool_choice", "none"),
     ("seed", 7),
     ("max_tokens", 64),
 ]

@@ -137,6 +137,27 @@ describe("sampling semantics", () => {
     });
   });
 
+  it("records the settings that reshape the sampled distribution, so a trainer's logprob check sees them", async () => {
+    // vLLM's raw logprobs come before logit bias, grammars and a forced tool call: a trainer that
+    // cannot see them would take raw logprobs for the sampler's (adapters/behaviour_logprobs.py).
+    const { app, store } = makeApp(() => vllmAnswer());
+    const tools = [{ type: "function", function: { name: "f", parameters: { type: "object" } } }];
+    await app.request(
+      "/v1/chat/completions",
+      chat({
+        logit_bias: { "42": 5 },
+        tools,
+        tool_choice: { type: "function", function: { name: "f" } },
+        response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object" } } },
+      }),
+    );
+    expect((await onlyCapture(store)).sampling?.params).toMatchObject({
+      logit_bias: '{"42":5}',
+      tool_choice: "function",
+      response_format: "json_schema",
+    });
+  });
+
   it("records the engine's logprob mode, or the operator's", async () => {
     const sglang = makeApp(() => fixture("sglang-token-ids.json"), { engine: "sglang" });
     await sglang.app.request("/v1/chat/completions", chat());

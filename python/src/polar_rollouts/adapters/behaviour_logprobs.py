@@ -66,8 +66,10 @@ RESHAPING: dict[str, Callable[[Any], bool]] = {
     "regex": _filled,
     "json_schema": _filled,
     "ebnf": _filled,
-    "response_format": lambda v: isinstance(v, Mapping) and v.get("type") in ("json_object", "json_schema"),
-    "tool_choice": lambda v: v == "required" or isinstance(v, Mapping),
+    # The proxy records a response format by its type and a named tool choice as "function"
+    # (proxy-worker/sampling.ts); a mapping is what a request itself holds.
+    "response_format": lambda v: (v.get("type") if isinstance(v, Mapping) else v) in ("json_object", "json_schema"),
+    "tool_choice": lambda v: v in ("required", "function") or isinstance(v, Mapping),
 }
 
 
