@@ -61,7 +61,7 @@ def test_a_sized_group_waits_for_a_late_row(polar_serve: dict[str, Any]) -> None
     assert len({t for t, _, _ in got}) == 1 and len({traces[0].session_id for _, traces, _ in got}) == 3
 
 
-def test_refusals(polar_serve: dict[str, Any], tmp_path: Path) -> None:
+def test_refusals(polar_serve: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     g = groups(polar_serve, timeout_s=0.5)
 
     async def short_group() -> Any:
@@ -84,6 +84,14 @@ def test_refusals(polar_serve: dict[str, Any], tmp_path: Path) -> None:
     assert task_for({"polar_task_id": "first-primes"}, str(path), where="row 1")["instruction"] == PRIMES["instruction"]
     with pytest.raises(PluginError, match="'nope' is not a task_id of"):
         task_for({"polar_task_id": "nope"}, str(path), where="row 1")
+    # A row is data: a whole task from it (its own judge, commands, limits) only when the operator
+    # says the rows are theirs.
+    hostile = {"polar_task": {**PRIMES, "evaluator": {"strategy": "test_on_output", "config": {"command": "true"}}}}
+    monkeypatch.delenv("POLAR_ROW_TASKS", raising=False)
+    with pytest.raises(PluginError, match=r"carries a whole task request \(polar_task\).*POLAR_ROW_TASKS=1"):
+        task_for(hostile, None, where="row 1")
+    monkeypatch.setenv("POLAR_ROW_TASKS", "1")
+    assert task_for(hostile, None, where="row 1")["evaluator"]["config"] == {"command": "true"}
     with pytest.raises(PluginError, match="needs an instruction"):
         task_for({"polar_task": {"task_id": "x"}}, None, where="row 1")
     hot = {**PRIMES, "agent": {**PRIMES["agent"], "sampling": {"top_p": 0.5}}}

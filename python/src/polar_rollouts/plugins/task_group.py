@@ -31,6 +31,9 @@ from ..trace import Trace
 PROCESS_TOKEN = secrets.token_hex(4)
 MAX_TASK_ID = 128
 ENV_URL, ENV_TOKEN, ENV_TASKS = "POLAR_CONTROL_URL", "POLAR_CONTROL_TOKEN", "POLAR_TASKS"
+# A row's inline ``polar_task`` sets everything a task file does (the judge, commands, limits):
+# taken only when the operator says the rows are theirs, since data sets are often downloaded.
+ENV_ROW_TASKS = "POLAR_ROW_TASKS"
 
 
 class PluginError(ValueError):
@@ -74,10 +77,16 @@ def _request(value: Any, where: str) -> dict[str, Any]:
 
 
 def task_for(fields: Mapping[str, Any] | None, tasks: str | None, *, where: str) -> dict[str, Any]:
-    """The task request a row names: ``polar_task`` (a request, inline) or ``polar_task_id`` (a
-    task of the task file ``tasks`` or $POLAR_TASKS)."""
+    """The task request a row names: ``polar_task_id`` (a task of the task file ``tasks`` or
+    $POLAR_TASKS) or, where $POLAR_ROW_TASKS=1, ``polar_task`` (a request, inline)."""
     fields = fields or {}
     if fields.get("polar_task") is not None:
+        if os.environ.get(ENV_ROW_TASKS) != "1":
+            raise PluginError(
+                f"{where}: the row carries a whole task request (polar_task), which sets the judge, the "
+                f"commands and the limits: name a task of your task file with polar_task_id instead, or set "
+                f"{ENV_ROW_TASKS}=1 if you wrote these rows yourself"
+            )
         return _request(fields["polar_task"], f"{where} polar_task")
     task_id = fields.get("polar_task_id")
     if task_id is None:
