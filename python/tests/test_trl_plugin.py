@@ -12,13 +12,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import ROOT, trainer_module
 
 from polar_rollouts.plugins import trl as plugin
 from polar_rollouts.plugins.trl import PolarRolloutError, polar_reward, polar_rollout_func, session_row
 
-datasets = pytest.importorskip("datasets", reason="pip install 'polar-rollouts[trl]'")
-pytest.importorskip("trl", reason="pip install 'polar-rollouts[trl]'")
+datasets = trainer_module("datasets", "pip install 'polar-rollouts[trl]'")
+trainer_module("trl", "pip install 'polar-rollouts[trl]'")
 
 GROUP = 3
 PRIMES = json.loads(

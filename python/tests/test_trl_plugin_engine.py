@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT
+from conftest import trainer_module
 from support.engine_stack import ENGINE_PYTHON, Stack, engine_stack, lowercase_task
 
 from polar_rollouts import ControlClient
@@ -87,7 +87,7 @@ def grpo_trainer(stack: Stack, out: Path, rollout_func: Any, prompts: list[str],
 
 
 def test_grpo_trainer_three_steps_on_the_real_engine(stack: Stack, tmp_path: Path) -> None:
-    pytest.importorskip("trl", reason="pip install 'polar-rollouts[trl]'")
+    trainer_module("trl", "pip install 'polar-rollouts[trl]'")
     prompts = write_tasks(tmp_path / "tasks.jsonl")
     rollout = polar_rollout_func(
         stack.proxy_url, stack.token, tasks=tmp_path / "tasks.jsonl",
