@@ -115,7 +115,7 @@ def test_key_mapping_broken_on_purpose_fails_trls_loop(
     polar_serve: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The check above can fail: a plug-in that hands TRL every trace as a row (the mapping the
-    issue's hand glue had) breaks TRL's group shapes, inside TRL's own code."""
+    issue's hand glue had) breaks TRL's group shapes inside TRL's own train()."""
     path, prompts = tasks_file(tmp_path)
     original = plugin.group_rows
 
@@ -130,7 +130,9 @@ def test_key_mapping_broken_on_purpose_fails_trls_loop(
     monkeypatch.setattr(plugin, "group_rows", per_trace_rows)
     rollout = polar_rollout_func(polar_serve["proxy_url"], polar_serve["token"], tasks=path, sync_weights=False)
     trainer = make_trainer(tmp_path, rollout, prompts, 1)
-    with pytest.raises((IndexError, RuntimeError, ValueError)):
+    # 9 rows for TRL's 6 inputs: TRL hands its reward functions the first 6 extra values only
+    # (a reward function without polar_reward's check returns 9, which TRL's own step refuses).
+    with pytest.raises(PolarRolloutError, match="6 rewards for 9 completions"):
         trainer.train()
 
 
