@@ -4,8 +4,9 @@
  * `/update_weight_version` or `/finish_weight_update`). Read on the replica that serves a call,
  * right before the call is sent and right after its answer ends, it names the version that sampled
  * the call without the trainer also telling the proxy, and a call that spanned a weight update
- * shows both versions. An engine without the route is asked again only after a minute, so it
- * costs one GET per minute per replica.
+ * shows both versions. An engine without the route (it answers 404, or without a version) is asked
+ * again only after a minute, so it costs one GET per minute per replica; a read that timed out or
+ * failed is not taken for a missing route.
  */
 import { getJson, type Upstream } from "../upstream.ts";
 
@@ -39,7 +40,12 @@ export class EngineVersions {
       this.absentUntil.delete(up);
       return res.body.weight_version;
     }
-    this.absentUntil.set(up, this.clock() + RECHECK_MS);
+    // Only an engine that answered without a version lacks the route. A busy engine that was slow
+    // to answer (504) or an unreachable one is asked again on the next call: remembering it as
+    // versionless would strip the version from a minute of captures that its engine did report.
+    if (res.ok || (res.status !== 502 && res.status !== 504 && res.status < 500)) {
+      this.absentUntil.set(up, this.clock() + RECHECK_MS);
+    }
     return null;
   }
 

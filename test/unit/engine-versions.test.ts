@@ -1,0 +1,55 @@
+/**
+ * The engine's version read around each call: a route the engine lacks is remembered for a minute,
+ * but a read that timed out on a busy engine is not (the TRL lane on a loaded machine lost the
+ * versions of two whole steps that way).
+ */
+import { describe, expect, it } from "vitest";
+import { EngineVersions } from "../../proxy-worker/engines/weight-version.ts";
+import type { SendInit, Upstream } from "../../proxy-worker/upstream.ts";
+
+function engine(answers: Array<"slow" | "down" | 404 | string>): { up: Upstream; reads: () => number } {
+  let n = 0;
+  const up: Upstream = {
+    baseUrl: "http://127.0.0.1:9",
+    fetch: () => Promise.reject(new Error("send is used")),
+    send: async (_url: string, init: SendInit) => {
+      const a = answers[Math.min(n, answers.length - 1)];
+      n += 1;
+      if (a === "slow") {
+        // Answers only after the read's deadline.
+        await new Promise((_, reject) =>
+          init.signal.addEventListener("abort", () =>
+            reject(Object.assign(new Error("t"), { name: "TimeoutError" })),
+          ),
+        );
+      }
+      if (a === "down") throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
+      if (a === 404) return { status: 404, text: "Not Found" };
+      return { status: 200, text: JSON.stringify({ weight_version: a }) };
+    },
+  };
+  return { up, reads: () => n };
+}
+
+describe("EngineVersions", () => {
+  it("asks again on the next call after a read that timed out or failed", async () => {
+    const { up, reads } = engine(["slow", "down", "7"]);
+    const versions = new EngineVersions(true);
+    // The read waits 5 s (READ_TIMEOUT_MS) before giving up.
+    expect(await versions.read(up)).toBeNull();
+    expect(await versions.read(up)).toBeNull();
+    expect(await versions.read(up)).toBe("7");
+    expect(reads()).toBe(3);
+  }, 10_000);
+
+  it("remembers an engine without the route for a minute", async () => {
+    let now = 0;
+    const { up, reads } = engine([404, "3"]);
+    const versions = new EngineVersions(true, () => now);
+    expect(await versions.read(up)).toBeNull();
+    expect(await versions.read(up)).toBeNull();
+    expect(reads()).toBe(1);
+    now = 61_000;
+    expect(await versions.read(up)).toBe("3");
+  });
+});
