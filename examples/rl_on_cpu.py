@@ -27,12 +27,9 @@ import json
 import os
 import secrets
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples" / "rl"))
 
 from curve_png import reward_curve_png  # noqa: E402
+from local_stack import StackError, copy_tiny_model, engine_stack, free_port  # noqa: E402
 
 from polar_rollouts import ControlClient, Trace, TraceFilter, filter_traces, grpo_advantages  # noqa: E402
 from polar_rollouts.weight_sync import VllmWeightSync, WeightSyncError  # noqa: E402
@@ -67,40 +65,6 @@ class Batch:
     iteration: int
     task_ids: list[str]
     submitted_at: float
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"rl_on_cpu: the engine exited ({proc.returncode}); see {log}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as res:
-                if res.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.5)
-    raise SystemExit(f"rl_on_cpu: no answer from {url} after {timeout_s:.0f}s; see {log}")
-
-
-def stop(proc: subprocess.Popen[bytes] | None, sig: int) -> None:
-    if proc is None or proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, sig)
-        proc.wait(timeout=20)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def task_for(run_id: str, iteration: int, group: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -203,20 +167,14 @@ def main(argv: list[str]) -> int:
     np.random.seed(args.seed)
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
-    model_dir = out / "model"
-    tiny = ROOT / ".cache" / "engine" / "tiny-qwen3"
-    if not (tiny / "model.safetensors").exists():  # the engine lane's model, made once (seconds)
-        subprocess.run(["bash", str(ROOT / "scripts" / "engine.sh"), "setup"], check=True, cwd=ROOT)
-    # A copy: each sync overwrites the weights file the engine reloads from.
-    shutil.copytree(tiny, model_dir)
+    model_dir = copy_tiny_model(out / "model")
     from transformers import Qwen3ForCausalLM
 
-    engine_port, proxy_port = free_port(), free_port()
-    engine_url = f"http://127.0.0.1:{engine_port}"
+    engine_port = free_port()
     try:
         # The shared vLLM weight sync (pause keeping requests, save, reload_weights, version,
         # resume). It refuses tied embeddings, whose LM head vLLM 0.32 fails to reload, silently.
-        weight_sync = VllmWeightSync(engine_url, model_dir, version_source="engine")
+        weight_sync = VllmWeightSync(f"http://127.0.0.1:{engine_port}", model_dir, version_source="engine")
     except WeightSyncError as err:
         raise SystemExit(f"rl_on_cpu: {err}") from None
     engine_keys = [k for keys in weight_sync.files.values() for k in keys]
@@ -229,37 +187,19 @@ def main(argv: list[str]) -> int:
         raise SystemExit(f"rl_on_cpu: trainer lacks engine weights {sorted(missing)[:3]}")
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0, betas=(0.9, 0.99))
 
-    control_token = secrets.token_hex(16)
-    engine_log, serve_log = out / "engine.log", out / "serve.log"
-    env = {**os.environ, "POLAR_CONTROL_TOKEN": ""}
-    engine: subprocess.Popen[bytes] | None = None
-    serve: subprocess.Popen[bytes] | None = None
     t_start = time.monotonic()
-    try:
-        engine = subprocess.Popen(
-            ["bash", str(ROOT / "scripts" / "engine.sh"), "serve", "--port", str(engine_port), "--model-dir", str(model_dir),
-             "--", "--no-enable-prefix-caching", "--seed", str(args.seed)],
-            stdout=engine_log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT, env=env,
-        )  # fmt: skip
-        wait_healthy(f"{engine_url}/health", engine, engine_log, 300)
+    with ExitStack() as running:
+        try:
+            stack = running.enter_context(
+                engine_stack(out, model_dir, seed=args.seed, run=args.run, engine_port=engine_port)
+            )
+        except StackError as err:
+            raise SystemExit(f"rl_on_cpu: {err}") from None
         weight_sync.set_version(0)
-        node = shutil.which("node")
-        if node is None:
-            raise SystemExit("rl_on_cpu: node (>= 22.18) must be on PATH for polar serve")
-        serve = subprocess.Popen(
-            [node, str(ROOT / "bin" / "polar.js"), "serve", "--upstream", engine_url, "--port", str(proxy_port),
-             "--out", str(out), "--control-token", control_token, "--run", str(args.run)],
-            stdout=serve_log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT, env=env,
-        )  # fmt: skip
-        proxy_url = f"http://127.0.0.1:{proxy_port}"
-        wait_healthy(f"{proxy_url}/healthz", serve, serve_log, 60)
-        print(f"rl_on_cpu: engine {engine_url}, polar serve {proxy_url}, store {out / 'store'} "
+        print(f"rl_on_cpu: engine {stack.engine_url}, polar serve {stack.proxy_url}, store {stack.store} "
               f"(ready in {time.monotonic() - t_start:.0f}s)", flush=True)  # fmt: skip
-        client = ControlClient(proxy_url, control_token)
+        client = ControlClient(stack.proxy_url, stack.token)
         return train(args, out, model, check_model, optimizer, weight_sync, client, t_start)
-    finally:
-        stop(serve, signal.SIGINT)
-        stop(engine, signal.SIGTERM)
 
 
 def train(
