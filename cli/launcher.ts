@@ -53,9 +53,12 @@ function launchedByNpm(env: NodeJS.ProcessEnv): boolean {
 /** Levels walked up at most: npm is a few above a server it launched. */
 const MAX_DEPTH = 64;
 
-/** The nearest npm process above `pid`, or null when there is none (it is gone). */
+/**
+ * The nearest npm process above `pid`, or null when there is none (it is gone). Pid 1 is looked at
+ * too: in a container whose command is `npx polar ...`, npm is the namespace's init.
+ */
 export function nearestNpm(pid: number): ProcessRef | null {
-  for (let depth = 0; depth < MAX_DEPTH && pid > 1; depth++) {
+  for (let depth = 0; depth < MAX_DEPTH && pid >= 1; depth++) {
     const info = processInfo(pid);
     if (info === null || info.zombie) return null;
     if (isNpm(info.command)) return { pid: info.pid, start: info.start };

@@ -20,6 +20,15 @@ const npx = (() => {
   }
 })();
 if (!npx && process.env.CI === "true") throw new Error("server-left-behind: npx is required under CI");
+/** util-linux's unshare, for a pid namespace (as root); the case that needs it skips without. */
+const unshare = (() => {
+  if (process.getuid?.() !== 0) return null;
+  try {
+    return execFileSync("sh", ["-c", "command -v unshare"], { encoding: "utf8" }).trim() || null;
+  } catch {
+    return null;
+  }
+})();
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ports = new Set<number>();
@@ -101,6 +110,47 @@ describe.skipIf(!npx)("a polar server started through npx stops with its launche
       expect(stderr()).toMatch(/polar: stopping: the npm process that launched it \(pid \d+\) is gone/);
     }, 30_000);
   }
+
+  // `CMD ["npx", "polar", ...]` in a container: npm is the namespace's pid 1. The walk up the tree
+  // must look at pid 1 too, or it finds no npm and the server stops the moment it is up.
+  it.skipIf(!unshare)(
+    "npx as pid 1 of its own pid namespace (a container's CMD): the server stays up",
+    async () => {
+      const port = freePort();
+      ports.add(port);
+      const child = spawn(
+        unshare as string,
+        [
+          "--pid",
+          "--fork",
+          "--mount-proc",
+          "--kill-child",
+          npx as string,
+          "--no-install",
+          "polar",
+          "policy",
+          "--port",
+          String(port),
+        ],
+        {
+          cwd: ROOT,
+          env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH}` },
+          stdio: ["ignore", "ignore", "pipe"],
+        },
+      );
+      let stderr = "";
+      child.stderr.on("data", (c) => (stderr += c));
+      try {
+        expect(await until(() => answers(port), 20_000), stderr).toBe(true);
+        await sleep(3_000);
+        expect(await answers(port), stderr).toBe(true);
+        expect(stderr).not.toMatch(/polar: stopping/);
+      } finally {
+        child.kill("SIGKILL");
+      }
+    },
+    40_000,
+  );
 
   it("npx and its sh gone while the server is still starting (before it could watch): it does not stay", async () => {
     const port = freePort();
