@@ -60,19 +60,21 @@ def _task_file(path: str) -> dict[str, dict[str, Any]]:
         raise PluginError(f"task file {path} not found (${ENV_TASKS} or the plug-in's tasks setting)")
     for n, line in enumerate(file.read_text().splitlines(), start=1):
         if line.strip():
-            task = _request(line, f"{path}:{n}")
+            task = task_request(line, f"{path}:{n}")
             tasks[str(task.get("task_id"))] = task
     return tasks
 
 
-def _request(value: Any, where: str) -> dict[str, Any]:
+def task_request(value: Any, where: str, error: type[PluginError] = PluginError) -> dict[str, Any]:
+    """A task request given as JSON text or a mapping (a task file's line, a row's field), copied;
+    ``error`` (a plug-in's own PluginError) names ``where`` and what is wrong."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
         except ValueError:
-            raise PluginError(f"{where}: not a JSON task request") from None
+            raise error(f"{where}: not a JSON task request") from None
     if not isinstance(value, Mapping) or not isinstance(value.get("instruction"), str):
-        raise PluginError(f"{where}: a task request needs an instruction (docs/tasks.md)")
+        raise error(f"{where}: a task request needs an instruction (docs/tasks.md)")
     return copy.deepcopy(dict(value))
 
 
@@ -87,7 +89,7 @@ def task_for(fields: Mapping[str, Any] | None, tasks: str | None, *, where: str)
                 f"commands and the limits: name a task of your task file with polar_task_id instead, or set "
                 f"{ENV_ROW_TASKS}=1 if you wrote these rows yourself"
             )
-        return _request(fields["polar_task"], f"{where} polar_task")
+        return task_request(fields["polar_task"], f"{where} polar_task")
     task_id = fields.get("polar_task_id")
     if task_id is None:
         raise PluginError(

@@ -32,7 +32,6 @@ generation after an optimizer step calls the shared vLLM weight sync (polar_roll
 from __future__ import annotations
 
 import copy
-import json
 import os
 import secrets
 from collections.abc import Mapping, Sequence
@@ -45,6 +44,7 @@ from ..adapters.behaviour_logprobs import RawLogprobs, behaviour_logprobs
 from ..client import ControlClient
 from ..trace import Trace
 from ..weight_sync import SyncReport, VllmWeightSync
+from .task_group import PluginError, task_request
 
 CHECKED_TRL = "1.16"
 # TRL forwards every rollout_func key but these to the reward functions.
@@ -52,7 +52,7 @@ KEYS = ("prompt_ids", "completion_ids", "logprobs", "env_mask")
 MAX_TASK_ID = 128
 
 
-class PolarRolloutError(ValueError):
+class PolarRolloutError(PluginError):
     """Bad configuration or input for the TRL plug-in; the message names what to fix."""
 
 
@@ -69,17 +69,6 @@ def prompt_text(prompt: Any) -> str:
                 if isinstance(content, list):
                     return "".join(str(b.get("text", "")) for b in content if isinstance(b, Mapping))
     raise PolarRolloutError(f"polar_rollout_func: cannot read an instruction from the prompt {prompt!r:.120}")
-
-
-def _as_task(value: Any, where: str) -> dict[str, Any]:
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            raise PolarRolloutError(f"{where}: not a JSON task request") from None
-    if not isinstance(value, Mapping) or not isinstance(value.get("instruction"), str):
-        raise PolarRolloutError(f"{where}: a task request needs an instruction (docs/tasks.md)")
-    return dict(value)
 
 
 class TaskLookup:
@@ -105,7 +94,7 @@ class TaskLookup:
                 self.by_text = {}
                 for n, line in enumerate(path.read_text().splitlines(), start=1):
                     if line.strip():
-                        self._add(_as_task(line, f"{path}:{n}"), f"{path}:{n}")
+                        self._add(task_request(line, f"{path}:{n}", PolarRolloutError), f"{path}:{n}")
                 self.source = str(path)
             else:
                 self.column = str(tasks)
@@ -138,7 +127,7 @@ class TaskLookup:
                     if isinstance(value, str) and self.template is not None and not value.lstrip().startswith("{"):
                         task = {**copy.deepcopy(self.template), "instruction": value}
                     else:
-                        task = _as_task(value, where)
+                        task = task_request(value, where, PolarRolloutError)
                     key = prompt_text(prompt)
                     if key in self.by_text and self.by_text[key] != task:
                         raise PolarRolloutError(f"{where}: the prompt {key[:80]!r} already maps to another task")
