@@ -1,16 +1,13 @@
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bwrapProblem } from "../../batch-runner/runtime/bwrap.ts";
 import { BRIDGE_LIMITS } from "../../batch-runner/runtime/socket-bridge.ts";
-import { DirectoryStore } from "../../shared/node/directory-store.ts";
 import type { SessionResult } from "../../shared/schemas/trajectory.ts";
-import { readTaskResults } from "../support/runner-stack.ts";
+import { neighbourTask, runTasks } from "../support/flood-run.ts";
 
 /*
  * Issue 41, item 3: one session opened 9,000 idle connections to its proxy socket; the `polar run`
@@ -19,7 +16,6 @@ import { readTaskResults } from "../support/runner-stack.ts";
  * beside two ordinary sessions judged in fresh runtimes (whose bridges open during the flood): the
  * neighbours COMPLETE with reward 1, and the flooder holds no more than its bridge's cap.
  */
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const problem = bwrapProblem();
 if (problem && process.env.CI === "true") throw new Error(`bridge-flood: required under CI but ${problem}`);
 if (problem) console.warn(`bridge-flood: skipped: ${problem}`);
@@ -78,19 +74,8 @@ const TASKS = [
     timeout_seconds: 90,
     agent: { harness: "shell", settings: { command: `node -e '${churner.replaceAll("'", "'\\''")}'` } },
   },
-  {
-    task_id: idOf("neighbour"),
-    num_samples: 2,
-    // The sleep puts every model call and the judge's copy inside the flood's hold.
-    instruction:
-      "Create hello.txt.\n\n```polar-script\nshell: sleep 6\nshell: echo hi > hello.txt\nshell: cat hello.txt\nsay: Done.\n```\n",
-    timeout_seconds: 90,
-    agent: {
-      harness: "shell",
-      settings: { command: "node {{polar_root}}/examples/agents/mini-agent.mjs {{instruction}}" },
-    },
-    evaluator: { strategy: "test_on_output", config: { command: "cat hello.txt", expected_lines: ["hi"] } },
-  },
+  // Its sleep puts every model call and the judge's copy inside the flood's hold.
+  neighbourTask(idOf("neighbour")),
 ];
 
 let dir: string;
@@ -98,7 +83,7 @@ let output = "";
 let code: number | null = null;
 let peakFds = 0;
 let runCpu = 0;
-const results = new Map<string, SessionResult[]>();
+let results = new Map<string, SessionResult[]>();
 
 /** User + system CPU seconds the process has used so far (/proc/<pid>/stat, 100 ticks a second). */
 function cpuSeconds(pid: number): number {
@@ -121,36 +106,17 @@ function fdCount(pid: number): number {
 beforeAll(async () => {
   if (problem) return;
   dir = await mkdtemp(join(tmpdir(), "polar-bridge-flood-"));
-  const tasksFile = join(dir, "tasks.jsonl");
-  await writeFile(tasksFile, TASKS.map((t) => JSON.stringify(t)).join("\n"));
-  const child = spawn(
-    process.execPath,
-    [join(ROOT, "bin", "polar.js"), "run", tasksFile, "--out", join(dir, "out"), "--run", "4"],
-    {
-      cwd: ROOT,
-      env: { ...process.env, POLAR_SESSIONS_DIR: join(dir, "sessions") },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  child.stdout.on("data", (c) => (output += c));
-  child.stderr.on("data", (c) => (output += c));
-  const sampler = setInterval(() => {
-    if (child.pid) {
-      peakFds = Math.max(peakFds, fdCount(child.pid));
-      runCpu = Math.max(runCpu, cpuSeconds(child.pid));
-    }
-  }, 200);
-  code = await new Promise<number | null>((done, fail) => {
-    const timer = setTimeout(() => child.kill("SIGKILL"), 170_000);
-    child.on("error", fail);
-    child.on("close", (c) => {
-      clearTimeout(timer);
-      done(c);
-    });
+  let sampler: NodeJS.Timeout | undefined;
+  const run = await runTasks(dir, TASKS, (child) => {
+    sampler = setInterval(() => {
+      if (child.pid) {
+        peakFds = Math.max(peakFds, fdCount(child.pid));
+        runCpu = Math.max(runCpu, cpuSeconds(child.pid));
+      }
+    }, 200);
   });
   clearInterval(sampler);
-  const store = new DirectoryStore(join(dir, "out", "store"));
-  for (const task of TASKS) results.set(task.task_id, await readTaskResults(store, task.task_id));
+  ({ code, output, results } = run);
   const runs = (results.get(idOf("neighbour")) ?? []).map((r) => r.timings.run_ms);
   console.log(
     `bridge-flood: polar run exited ${code}; its peak descriptors ${peakFds}, CPU ${runCpu.toFixed(1)} s; neighbours' run_ms ${runs.join(", ")}`,

@@ -1,15 +1,13 @@
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bwrapProblem } from "../../batch-runner/runtime/bwrap.ts";
 import { keys } from "../../shared/keys.ts";
-import { DirectoryStore } from "../../shared/node/directory-store.ts";
+import type { DirectoryStore } from "../../shared/node/directory-store.ts";
 import type { SessionResult } from "../../shared/schemas/trajectory.ts";
-import { readTaskResults } from "../support/runner-stack.ts";
+import { neighbourTask, runTasks } from "../support/flood-run.ts";
 
 /*
  * Issue 41, items 4 and 5 in one `polar run` (bwrap, the dry-run policy as the engine, in the run's
@@ -19,7 +17,6 @@ import { readTaskResults } from "../support/runner-stack.ts";
  * their outputs. The neighbours COMPLETE with reward 1; each flooder gets its share and then 429s.
  * On the old code every count went through to the engine and every refused call was captured.
  */
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const problem = bwrapProblem();
 if (problem && process.env.CI === "true") throw new Error(`proxy-flood: required under CI but ${problem}`);
 if (problem) console.warn(`proxy-flood: skipped: ${problem}`);
@@ -103,19 +100,8 @@ const TASKS = [
     timeout_seconds: 90,
     agent: { harness: "shell", settings: { command: refused }, proxy_limits: { tokens_per_minute: 5000 } },
   },
-  {
-    task_id: idOf("neighbour"),
-    num_samples: 2,
-    // The sleep puts every model call and the judge inside the floods.
-    instruction:
-      "Create hello.txt.\n\n```polar-script\nshell: sleep 6\nshell: echo hi > hello.txt\nshell: cat hello.txt\nsay: Done.\n```\n",
-    timeout_seconds: 90,
-    agent: {
-      harness: "shell",
-      settings: { command: "node {{polar_root}}/examples/agents/mini-agent.mjs {{instruction}}" },
-    },
-    evaluator: { strategy: "test_on_output", config: { command: "cat hello.txt", expected_lines: ["hi"] } },
-  },
+  // Its sleep puts every model call and the judge inside the floods.
+  neighbourTask(idOf("neighbour")),
 ];
 
 let dir: string;
@@ -123,36 +109,12 @@ let output = "";
 let code: number | null = null;
 let wallMs = 0;
 let store: DirectoryStore;
-const results = new Map<string, SessionResult[]>();
+let results = new Map<string, SessionResult[]>();
 
 beforeAll(async () => {
   if (problem) return;
   dir = await mkdtemp(join(tmpdir(), "polar-proxy-flood-"));
-  const tasksFile = join(dir, "tasks.jsonl");
-  await writeFile(tasksFile, TASKS.map((t) => JSON.stringify(t)).join("\n"));
-  const started = Date.now();
-  const child = spawn(
-    process.execPath,
-    [join(ROOT, "bin", "polar.js"), "run", tasksFile, "--out", join(dir, "out"), "--run", "4"],
-    {
-      cwd: ROOT,
-      env: { ...process.env, POLAR_SESSIONS_DIR: join(dir, "sessions") },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  child.stdout.on("data", (c) => (output += c));
-  child.stderr.on("data", (c) => (output += c));
-  code = await new Promise<number | null>((done, fail) => {
-    const timer = setTimeout(() => child.kill("SIGKILL"), 170_000);
-    child.on("error", fail);
-    child.on("close", (c) => {
-      clearTimeout(timer);
-      done(c);
-    });
-  });
-  wallMs = Date.now() - started;
-  store = new DirectoryStore(join(dir, "out", "store"));
-  for (const task of TASKS) results.set(task.task_id, await readTaskResults(store, task.task_id));
+  ({ code, output, wallMs, store, results } = await runTasks(dir, TASKS));
   const runs = (results.get(idOf("neighbour")) ?? []).map((r) => r.timings.run_ms);
   if (process.env.PROXY_FLOOD_VERBOSE) console.log(output);
   console.log(
