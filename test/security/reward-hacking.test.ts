@@ -155,7 +155,8 @@ function result(taskId: string): SessionResult {
 
 /** What a reviewer needs when a trick pays: the evaluator's own account. */
 function account(r: SessionResult): string {
-  return JSON.stringify({ error: r.error, evaluation: r.evaluation }).slice(0, 3000);
+  const { status, error, timings, agent, evaluation } = r;
+  return JSON.stringify({ status, error, timings, agent, evaluation }).slice(0, 3000);
 }
 
 describe.skipIf(problem !== null)("rewards a policy cannot game", () => {
