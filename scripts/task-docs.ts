@@ -75,6 +75,10 @@ export const TABLES: Record<string, { schema: z.ZodType; fields: Record<string, 
         `Prompt plus completion tokens (the engine's usage) one session may use per minute (a token count costs the tokens counted, a failed call at least its request's size at 4 bytes a token); past it, 429 with the wait. Default: the runner's (${RUNNER_DEFAULTS.proxyTokensPerMinute.toLocaleString("en-US")}).`,
         "`1000000`",
       ],
+      "agent.mcp_servers": [
+        'MCP servers the harness starts for the agent, written into its own MCP config; Harbor\'s `mcp_servers` fields (`name`, `transport` "stdio" | "sse" (default) | "streamable-http", `url`, `command`, `args`, `headers`) plus `env` for stdio. Presets without an MCP config refuse it ([harnesses.md](harnesses.md#mcp-servers)).',
+        '`[{"name": "files", "transport": "stdio", "command": "node", "args": ["server.mjs"]}]`',
+      ],
       "agent.settings": [
         "The preset's own settings, checked against its schema ([Harness settings](#harness-settings)).",
         '`{"command": "..."}`',

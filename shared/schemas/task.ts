@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { Id, JsonObject } from "./common.ts";
+import { McpServers, mcpRefusal } from "./mcp-servers.ts";
 import { ProxyLimits } from "./proxy-limits.ts";
 import { TaskEnv } from "./reserved-env.ts";
 import { AgentSampling } from "./sampling.ts";
@@ -20,21 +21,30 @@ export const HARNESSES = [
 ] as const;
 export const Harness = z.enum(HARNESSES);
 
-export const AgentSpec = z.strictObject({
-  /** Which harness preset runs the session. */
-  harness: Harness,
-  /** Model name the harness is told to use; the proxy forwards it upstream. */
-  model: z.string().min(1).default("policy"),
-  env: TaskEnv.default({}),
-  /** Preset-specific settings (e.g. `command` for the `shell` harness). */
-  settings: JsonObject.default({}),
-  /** Sampling the proxy applies over what the harness sends (shared/schemas/sampling.ts). */
-  sampling: AgentSampling.optional(),
-  /** Token-in, token-out: the proxy splices each prompt from the session's captured ids (docs/tito.md). */
-  token_in_token_out: z.boolean().optional(),
-  /** Per-session limits the proxy enforces (calls in flight, tokens per minute); runner defaults fill gaps. */
-  proxy_limits: ProxyLimits.optional(),
-});
+export const AgentSpec = z
+  .strictObject({
+    /** Which harness preset runs the session. */
+    harness: Harness,
+    /** Model name the harness is told to use; the proxy forwards it upstream. */
+    model: z.string().min(1).default("policy"),
+    env: TaskEnv.default({}),
+    /** Preset-specific settings (e.g. `command` for the `shell` harness). */
+    settings: JsonObject.default({}),
+    /** Sampling the proxy applies over what the harness sends (shared/schemas/sampling.ts). */
+    sampling: AgentSampling.optional(),
+    /** Token-in, token-out: the proxy splices each prompt from the session's captured ids (docs/tito.md). */
+    token_in_token_out: z.boolean().optional(),
+    /** Per-session limits the proxy enforces (calls in flight, tokens per minute); runner defaults fill gaps. */
+    proxy_limits: ProxyLimits.optional(),
+    /** MCP servers for the agent, written into the harness's own MCP config (shared/schemas/mcp-servers.ts). */
+    mcp_servers: McpServers.optional(),
+  })
+  .superRefine((agent, ctx) => {
+    // Refused at validation, by harness name: a preset without an MCP config would run the session
+    // without the tools the task counts on.
+    const refusal = agent.mcp_servers?.length ? mcpRefusal(agent.harness) : null;
+    if (refusal) ctx.addIssue({ code: "custom", path: ["mcp_servers"], message: refusal });
+  });
 
 export const RUNTIME_BACKENDS = ["process", "bwrap", "apptainer", "docker"] as const;
 
