@@ -102,6 +102,7 @@ function resolve(deps: ProxyDeps): Gateway {
     metrics: new ProxyMetrics(),
     auth,
     limits,
+    allowRemoteImages: deps.allowRemoteImages === true,
     adminTokens: parseCredentials(deps.adminToken),
     policyVersion,
     engineVersions: new EngineVersions(deps.engineVersions ?? engine.name === "vllm", deps.clock),

@@ -1,5 +1,6 @@
 import { encodeCaptureWith } from "../shared/capture-codec.ts";
 import type { GzipFn } from "../shared/encoding/gzip.ts";
+import { externalizeImages, type ImageBlob } from "../shared/images/image-refs.ts";
 import { keys } from "../shared/keys.ts";
 import type { CaptureRecord, CaptureSampling, Provider, StreamStatus } from "../shared/schemas/capture.ts";
 import type { ObjectStore } from "../shared/store/object-store.ts";
@@ -148,7 +149,11 @@ export function captureKey(rec: CaptureRecord): string {
   return keys.capture(rec.task_id, rec.session_id, rec.capture_id);
 }
 
-/** Encodes once, then puts with backoff. Resolves to the key written; throws CaptureWriteError. */
+/**
+ * Stores the call's images once each (shared/images/image-refs.ts), then the record that points at
+ * them, each put with backoff: a record is never written before its images. Resolves to the
+ * record's key; throws CaptureWriteError.
+ */
 export async function writeCapture(
   store: ObjectStore,
   rec: CaptureRecord,
@@ -156,18 +161,45 @@ export async function writeCapture(
 ): Promise<string> {
   const key = captureKey(rec);
   let bytes: Uint8Array;
+  let blobs: ImageBlob[];
   try {
-    bytes = await encodeCaptureWith(rec, { gzip: opts.gzip, requestJson: opts.requestJson });
+    const out = await externalizeImages(rec);
+    blobs = out.blobs;
+    // The raw body still holds the images: the request is serialized again, with placeholders.
+    const requestJson = out.record.image_refs?.some((r) => r.field === "request")
+      ? undefined
+      : opts.requestJson;
+    bytes = await encodeCaptureWith(out.record, { gzip: opts.gzip, requestJson });
   } catch (err) {
     opts.log(`capture ${key}: could not encode the record: ${message(err)}`);
     throw new CaptureWriteError(`capture could not be encoded: ${message(err)}`);
   }
+  for (const blob of blobs) {
+    if (storedBlobs(store).has(blob.sha256)) continue;
+    const blobKey = keys.imageBlob(blob.sha256);
+    await withRetries(store, blobKey, opts, () =>
+      store.putIfAbsent(blobKey, blob.bytes, { contentType: blob.mediaType }),
+    );
+    rememberBlob(store, blob.sha256);
+  }
+  await withRetries(store, key, opts, () =>
+    store.put(key, bytes, { contentType: "application/json", contentEncoding: "gzip" }),
+  );
+  return key;
+}
+
+async function withRetries(
+  store: ObjectStore,
+  key: string,
+  opts: CaptureWriteOptions,
+  put: () => Promise<unknown>,
+): Promise<void> {
   const attempts = Math.max(1, opts.attempts ?? 3);
   const base = opts.baseDelayMs ?? 100;
   for (let i = 1; ; i++) {
     try {
-      await store.put(key, bytes, { contentType: "application/json", contentEncoding: "gzip" });
-      return key;
+      await put();
+      return;
     } catch (err) {
       opts.log(`capture ${key}: write ${i}/${attempts} to ${store.url} failed: ${message(err)}`);
       if (i >= attempts) {
@@ -178,6 +210,27 @@ export async function writeCapture(
       await new Promise((r) => setTimeout(r, base * 4 ** (i - 1)));
     }
   }
+}
+
+/**
+ * Images this process already stored, per store: a screenshot re-sent on every call is uploaded
+ * once, not checked again each time. Bounded; forgetting one only costs a `putIfAbsent`.
+ */
+const BLOBS_REMEMBERED = 4096;
+const knownBlobs = new WeakMap<ObjectStore, Set<string>>();
+
+function storedBlobs(store: ObjectStore): Set<string> {
+  const known = knownBlobs.get(store);
+  if (known) return known;
+  const set = new Set<string>();
+  knownBlobs.set(store, set);
+  return set;
+}
+
+function rememberBlob(store: ObjectStore, sha256: string): void {
+  const set = storedBlobs(store);
+  if (set.size >= BLOBS_REMEMBERED) set.delete(set.values().next().value as string);
+  set.add(sha256);
 }
 
 function message(err: unknown): string {

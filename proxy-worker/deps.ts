@@ -42,6 +42,8 @@ export interface ProxyDeps {
   /** `off` (local development only): any key is accepted and names the session. */
   auth?: "off" | "token";
   limits?: Partial<Limits>;
+  /** Pass http(s) image URLs to the engine (images/vet-images.ts); default false: refused. */
+  allowRemoteImages?: boolean;
   /**
    * Routes a host adds beside the control API, before the provider routes: Node mounts the
    * read-only viewer under `/viewer` with it (the Worker has no tokenizer to decode traces).
@@ -109,6 +111,7 @@ export interface Gateway {
   metrics: ProxyMetrics;
   auth: AuthConfig;
   limits: Limits;
+  allowRemoteImages: boolean;
   adminTokens: CredentialList;
   policyVersion: PolicyVersionSource;
   engineVersions: EngineVersions;

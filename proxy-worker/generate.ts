@@ -16,6 +16,7 @@ import { CodecError, type DecodedRequest, type ProviderCodec, type RequestContex
 import type { Gateway } from "./deps.ts";
 import { clientAskedLogprobs, type EngineReading, isObject } from "./engines/engine.ts";
 import { costOfCall, tokensOfBytes } from "./fair-share/session-limiter.ts";
+import { vetImages } from "./images/vet-images.ts";
 import { providerError } from "./provider-error.ts";
 import { postRouted } from "./routing/routed-call.ts";
 import { applyTaskSampling, samplingRecord } from "./sampling.ts";
@@ -189,6 +190,7 @@ async function decode(g: Gateway, call: GenerateCall): Promise<DecodedRequest | 
     const first = call.codec.decodeRequest(call.body, { ...call.ctx, maxModelLen: cached.value });
     const refusal = engineFieldRefusal(first.chat);
     if (refusal) return fail(400, refusal);
+    vetImages(first.chat, { maxImageBytes: g.limits.maxImageBytes, allowRemoteImages: g.allowRemoteImages });
     if (cached.known) return first;
     // Only now, with input known to be valid, may the proxy talk to the upstream.
     const maxModelLen = await g.models.maxModelLen();

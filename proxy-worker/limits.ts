@@ -12,8 +12,12 @@ export const DEFAULT_BODY_IDLE_TIMEOUT_MS = 10_000;
 /** Arrays and objects nested deeper than this are refused before parsing (tool schemas use ~10). */
 export const DEFAULT_MAX_JSON_DEPTH = 128;
 
+/** Largest image (decoded) a request may carry; a 4K PNG screenshot is 2-8 MiB. */
+export const DEFAULT_MAX_IMAGE_BYTES = 10 * 1024 * 1024;
+
 export interface Limits {
   maxBodyBytes: number;
+  maxImageBytes: number;
   bodyTimeoutMs: number;
   bodyIdleTimeoutMs: number;
   maxJsonDepth: number;
@@ -21,6 +25,7 @@ export interface Limits {
 
 export const DEFAULT_LIMITS: Limits = {
   maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
+  maxImageBytes: DEFAULT_MAX_IMAGE_BYTES,
   bodyTimeoutMs: DEFAULT_BODY_TIMEOUT_MS,
   bodyIdleTimeoutMs: DEFAULT_BODY_IDLE_TIMEOUT_MS,
   maxJsonDepth: DEFAULT_MAX_JSON_DEPTH,

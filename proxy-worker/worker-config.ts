@@ -58,6 +58,9 @@ const WorkerVars = z.object({
   BODY_TIMEOUT_S: z.coerce.number().positive().max(3600).default(30),
   BODY_IDLE_TIMEOUT_S: z.coerce.number().positive().max(3600).default(10),
   MAX_JSON_DEPTH: z.coerce.number().int().positive().max(100_000).default(128),
+  /** As `polar proxy --max-image-mb` and `--allow-remote-images` (docs/computer-use.md). */
+  MAX_IMAGE_MB: z.coerce.number().positive().max(4096).default(10),
+  ALLOW_REMOTE_IMAGES: z.enum(["on", "off"]).default("off"),
   STORE_TIMEOUT_S: z.coerce.number().positive().max(3600).default(20),
   PRESIGN_EXPIRES_S: z.coerce.number().int().positive().max(604_800).default(3600),
   /** As `polar proxy --token-in-token-out` and `--tito-completions` (docs/tito.md). */
@@ -128,7 +131,9 @@ export function depsFromEnv(env: Record<string, unknown>, fetcher: typeof fetch)
       bodyTimeoutMs: Math.round(vars.BODY_TIMEOUT_S * 1000),
       bodyIdleTimeoutMs: Math.round(vars.BODY_IDLE_TIMEOUT_S * 1000),
       maxJsonDepth: vars.MAX_JSON_DEPTH,
+      maxImageBytes: Math.floor(vars.MAX_IMAGE_MB * 1024 * 1024),
     },
+    ...(vars.ALLOW_REMOTE_IMAGES === "on" ? { allowRemoteImages: true } : {}),
     control: controlFromEnv(vars, env, presignGet),
     ...(vars.TOKEN_IN_TOKEN_OUT === "on" ? { tokenInTokenOut: true } : {}),
     ...(titoCompletions ? { titoCompletions } : {}),

@@ -1,4 +1,5 @@
 import { assertValidId } from "./ids.ts";
+import { SHA256_HEX } from "./images/image-refs.ts";
 
 /** The storage layout of docs/architecture.md. Every id is checked so no key escapes its prefix. */
 export const keys = {
@@ -23,4 +24,9 @@ export const keys = {
   /** Harness artifacts (e.g. Codex session logs) kept by POSTRUN, per attempt. */
   artifactsOfAttempt: (taskId: string, sessionId: string, attempt: number) =>
     `artifacts/${assertValidId(taskId, "task_id")}/${assertValidId(sessionId, "session_id")}/${Math.trunc(attempt)}/`,
+  /** One image's bytes, shared by every capture that sent it (shared/images/image-refs.ts). */
+  imageBlob: (sha256: string) => {
+    if (!SHA256_HEX.test(sha256)) throw new Error(`not a sha256 hex digest: ${JSON.stringify(sha256)}`);
+    return `blobs/sha256/${sha256}`;
+  },
 } as const;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ImageRef } from "../images/image-refs.ts";
 import { TOKEN_CHANNEL_NAMES } from "../token-channels.ts";
 import { Id, Logprobs, TokenIds } from "./common.ts";
 
@@ -127,6 +128,12 @@ export const CaptureRecord = z.object({
    * record elsewhere still type-checks.
    */
   stream_status: z.enum(STREAM_STATUSES).optional(),
+  /**
+   * Where the call's inline images were: each is stored once at `blobs/sha256/{sha256}` and a
+   * placeholder stands at `path` in `request` or `chat_request` (shared/images/image-refs.ts). The
+   * `chat_request` entries, in order, are the images the engine saw. Absent when there were none.
+   */
+  image_refs: z.array(ImageRef).optional(),
   error: z
     .object({
       status: z.number().int(),
