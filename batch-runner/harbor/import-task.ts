@@ -3,6 +3,7 @@ import { basename, join, resolve } from "node:path";
 import { isValidId } from "../../shared/ids.ts";
 import { RUNNER_CONFIG_FILES } from "../../shared/schemas/task-settings.ts";
 import { BUILD_PREFIX, PREBUILT_PREFIX } from "../runtime/image-build-ref.ts";
+import { composeServicesField } from "./compose.ts";
 import { readDockerfile } from "./dockerfile.ts";
 import { rewritePaths } from "./harbor-paths.ts";
 import { HarborTaskRefused } from "./harbor-refusal.ts";
@@ -100,9 +101,9 @@ export async function importHarborTask(dir: string, opts: ImportOptions): Promis
         });
   for (const file of await listTaskFiles(dir, "environment")) {
     if (file === "Dockerfile") continue;
-    if (COMPOSE.test(file))
+    if (COMPOSE.test(file) && file !== "docker-compose.yaml")
       throw new HarborTaskRefused(
-        `environment/${file}: side services (docker-compose) are not started, so the task's environment would be incomplete`,
+        `environment/${file}: only environment/docker-compose.yaml is read for side services (compose.ts)`,
       );
     if (opts.noBuild && prebuilt === null)
       throw new HarborTaskRefused(
@@ -167,6 +168,7 @@ export async function importHarborTask(dir: string, opts: ImportOptions): Promis
         : build
           ? { backend: "docker", image: `${BUILD_PREFIX}${resolve(dir, "environment")}` }
           : {}),
+      ...(inImage ? await composeServicesField(resolve(dir)) : {}),
       env: { ...docker.env, ...(toml.environment?.env ?? {}) },
       limits: {
         ...(toml.environment?.cpus ? { cpus: toml.environment.cpus } : {}),

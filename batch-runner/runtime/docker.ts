@@ -18,6 +18,8 @@ import {
 } from "./image-build.ts";
 import { buildContextOf, prebuiltImageOf } from "./image-build-ref.ts";
 import type { Runtime, RuntimeFactory, RuntimeSpecInput } from "./runtime.ts";
+import { RuntimeSpecRefused } from "./runtime-spec-refused.ts";
+import { joinFlags, type ServiceNet, SideServices } from "./side-services.ts";
 import { HOST_NODE_DIR, type HostBridge, SANDBOX_BRIDGE_SCRIPT } from "./socket-bridge.ts";
 import { spawnGroup } from "./spawn-group.ts";
 import type { SessionDirs } from "./work-dirs.ts";
@@ -43,19 +45,29 @@ export class DockerRuntime extends BridgedRuntime {
   private readonly engine: ContainerEngine;
   private readonly spec: RuntimeSpecInput;
   private readonly built: BuiltImage | null;
+  /** This session's own side services (started before its container), or null. */
+  private readonly services: SideServices | null;
+  private readonly buildOpts: BuildOptions | null;
+  /** The loopback this container joins: its own services', or (a judge's) the agent's. */
+  private net: ServiceNet | null;
 
   constructor(
     id: string,
     dirs: SessionDirs,
     spec: RuntimeSpecInput,
     bridge: HostBridge,
-    opts: DockerOptions & { engine: ContainerEngine; built?: BuiltImage },
+    opts: DockerOptions & { engine: ContainerEngine; built?: BuiltImage; net?: ServiceNet | null },
   ) {
     requireImage(spec, IMAGE_REQUIRED);
     super(id, dirs, spec, bridge, opts.readOnlyBinds);
     this.spec = spec;
     this.engine = opts.engine;
     this.built = opts.built ?? null;
+    this.net = opts.net ?? null;
+    this.buildOpts = opts.build ?? null;
+    this.services = spec.services?.length
+      ? new SideServices(opts.engine, containerNameOf(id), spec.services)
+      : null;
   }
 
   /** The engine's binary and global flags: what every engine command starts with. */
@@ -67,7 +79,22 @@ export class DockerRuntime extends BridgedRuntime {
     return containerNameOf(this.id);
   }
 
+  /** The side services' loopback (null without services): what a judge sharing them joins. */
+  get serviceNet(): ServiceNet | null {
+    return this.services ? this.net : null;
+  }
+
   async start(): Promise<void> {
+    const owned = this.services?.containers ?? [];
+    await recordContainer(this.dirs.root, [...this.cli, "rm", "-f", this.containerName, ...owned]);
+    if (this.services) {
+      // Healthy before the agent's container exists, so before the harness can start.
+      this.net = await this.services.start({
+        sessionRoot: this.dirs.root,
+        holderImage: this.spec.image ?? "",
+        build: this.buildOpts ?? buildOptionsFromEnv(),
+      });
+    }
     const argv = [
       ...this.cli,
       ...dockerRunArgs({
@@ -77,9 +104,9 @@ export class DockerRuntime extends BridgedRuntime {
         readOnly: this.readOnly,
         engineFlags: this.engine.runFlags,
         imageEntrypoint: this.built !== null,
+        net: this.net,
       }),
     ];
-    await recordContainer(this.dirs.root, [...this.cli, "rm", "-f", this.containerName]);
     const res = await spawnGroup(argv, { env: engineEnv(), cwd: this.dirs.root, timeoutMs: 300_000 });
     if (res.exitCode !== 0)
       throw new Error(`${this.engine.bin} run failed (${res.exitCode}): ${res.stderr.trim()}`);
@@ -129,6 +156,10 @@ export class DockerRuntime extends BridgedRuntime {
       cwd: "/",
       timeoutMs: 60_000,
     });
+    if (this.services) {
+      sessionNets.delete(this.spec.sessionId);
+      await this.services.stop();
+    }
     await super.teardown();
   }
 }
@@ -146,6 +177,8 @@ export function dockerRunArgs(o: {
    * `sh -c "sleep infinity"` as its command, as Harbor runs it; any other image runs `sleep`.
    */
   imageEntrypoint?: boolean;
+  /** The side services' loopback to join (side-services.ts); else the spec's network, none by default. */
+  net?: ServiceNet | null;
 }): string[] {
   const { limits } = o.spec;
   const uid = process.getuid?.() ?? 0;
@@ -156,8 +189,8 @@ export function dockerRunArgs(o: {
     "--init",
     "--name",
     o.name,
-    "--network",
-    "none",
+    // "public" (a judge under --allow-verifier-network): the engine's default network.
+    ...(o.net ? joinFlags(o.net) : o.spec.network === "public" ? [] : ["--network", "none"]),
     "--user",
     `${uid}:${gid}`,
     ...(o.engineFlags ?? []),
@@ -190,31 +223,93 @@ export function dockerRuntimeFactory(opts: DockerOptions = {}): RuntimeFactory {
   return {
     backend: "docker",
     async create(input: RuntimeSpecInput): Promise<Runtime> {
-      requireImage(input, IMAGE_REQUIRED);
-      engine ??= resolveContainerEngine(opts.bin);
-      const resolved = await engine;
-      const context = buildContextOf(input.image);
-      const prebuilt = prebuiltImageOf(input.image);
-      let built: BuiltImage | undefined;
-      if (context !== null) {
-        buildOpts ??= opts.build ?? buildOptionsFromEnv();
-        built = await buildImage(resolved, context, buildOpts);
-      } else if (prebuilt !== null) {
-        buildOpts ??= opts.build ?? buildOptionsFromEnv();
-        built = await taskImage(resolved, prebuilt, buildOpts.timeoutMs);
+      if (!input.services?.length) return createOne(input);
+      // A judge sharing these services waits for them (it is prewarmed while they start): settled
+      // whatever happens here, so a refused session never leaves its judge waiting.
+      const entry = sessionNet(input.sessionId);
+      try {
+        const runtime = await createOne(input);
+        entry.settle(runtime.serviceNet);
+        return runtime;
+      } catch (err) {
+        entry.settle(err as Error);
+        throw err;
       }
-      const spec = built ? { ...input, image: built.ref } : input;
-      // Podman's `docker` wrapper is podman too: its limit flags follow podman's rules.
-      const limits = engineLimits("docker", spec, resolved.kind === "podman" ? "podman" : resolved.bin);
-      const { id, dirs, bridge } = await prepareBridgedSession(spec, opts.sessionsRoot, {
-        diskMb: limits.disk_mb,
-      });
-      const runtime = new DockerRuntime(id, dirs, { ...spec, limits }, bridge, {
-        ...opts,
-        engine: resolved,
-        built,
-      });
-      return startOrStop(runtime.holdTo(limits, null));
     },
   };
+
+  async function createOne(input: RuntimeSpecInput): Promise<DockerRuntime> {
+    requireImage(input, IMAGE_REQUIRED);
+    engine ??= resolveContainerEngine(opts.bin);
+    const resolved = await engine;
+    const context = buildContextOf(input.image);
+    const prebuilt = prebuiltImageOf(input.image);
+    let built: BuiltImage | undefined;
+    if (context !== null) {
+      buildOpts ??= opts.build ?? buildOptionsFromEnv();
+      built = await buildImage(resolved, context, buildOpts);
+    } else if (prebuilt !== null) {
+      buildOpts ??= opts.build ?? buildOptionsFromEnv();
+      built = await taskImage(resolved, prebuilt, buildOpts.timeoutMs);
+    }
+    const spec = built ? { ...input, image: built.ref } : input;
+    const net = input.joinServicesOf ? await servicesOf(input.joinServicesOf) : null;
+    // Podman's `docker` wrapper is podman too: its limit flags follow podman's rules.
+    const limits = engineLimits("docker", spec, resolved.kind === "podman" ? "podman" : resolved.bin);
+    const { id, dirs, bridge } = await prepareBridgedSession(spec, opts.sessionsRoot, {
+      diskMb: limits.disk_mb,
+    });
+    const runtime = new DockerRuntime(id, dirs, { ...spec, limits }, bridge, {
+      ...opts,
+      engine: resolved,
+      built,
+      net,
+      build: buildOpts ?? opts.build ?? buildOptionsFromEnv(),
+    });
+    return startOrStop(runtime.holdTo(limits, null));
+  }
+}
+
+/**
+ * Side services of live sessions in this runner, by session id: a judge sharing them (Harbor's
+ * shared verifier, `joinServicesOf`) joins the agent's loopback and sees the services as the agent
+ * left them. The judge's runtime is created first (prewarmed), so it waits for the entry.
+ */
+const sessionNets = new Map<
+  string,
+  { promise: Promise<ServiceNet | null>; settle(v: ServiceNet | null | Error): void }
+>();
+const JOIN_WAIT_MS = 60 * 60_000;
+
+function sessionNet(sessionId: string) {
+  let entry = sessionNets.get(sessionId);
+  if (!entry) {
+    let settle!: (v: ServiceNet | null | Error) => void;
+    const promise = new Promise<ServiceNet | null>((resolve, reject) => {
+      settle = (v) => (v instanceof Error ? reject(v) : resolve(v));
+    });
+    promise.catch(() => {});
+    entry = { promise, settle };
+    sessionNets.set(sessionId, entry);
+  }
+  return entry;
+}
+
+async function servicesOf(sessionId: string): Promise<ServiceNet> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`the side services of session ${sessionId} were not started in this runner`)),
+      JOIN_WAIT_MS,
+    );
+  });
+  try {
+    const net = await Promise.race([sessionNet(sessionId).promise, timeout]).catch((err: Error) => {
+      throw new RuntimeSpecRefused(`the judge cannot share the session's side services: ${err.message}`);
+    });
+    if (net === null) throw new RuntimeSpecRefused(`session ${sessionId} has no side services to share`);
+    return net;
+  } finally {
+    clearTimeout(timer);
+  }
 }

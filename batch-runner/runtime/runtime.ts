@@ -3,6 +3,7 @@
  * Paths given to exec/upload/download are relative to the runtime's work dir unless absolute
  * inside the runtime.
  */
+import type { SideService } from "../../shared/schemas/side-service.ts";
 import type { LimitHit, SessionLimits } from "./limits.ts";
 
 export interface ExecOptions {
@@ -58,6 +59,12 @@ export interface RuntimeSpecInput {
   defaultLimits?: SessionLimits;
   /** The proxy base URL as the host sees it. */
   proxyUrl: string;
+  /** Containers started beside this one on a loopback only they share (docker only; side-services.ts). */
+  services?: SideService[];
+  /** A judge's: join the side services of the (live) session with this id instead of starting its own. */
+  joinServicesOf?: string;
+  /** A judge's network (`--allow-verifier-network`): "public" is the engine's default network; else none. */
+  network?: "none" | "public";
 }
 
 export interface RuntimeFactory {

@@ -4,6 +4,7 @@ import { McpServers, mcpRefusal } from "./mcp-servers.ts";
 import { ProxyLimits } from "./proxy-limits.ts";
 import { TaskEnv } from "./reserved-env.ts";
 import { AgentSampling } from "./sampling.ts";
+import { SideServices } from "./side-service.ts";
 
 export const HARNESSES = [
   "claude_code",
@@ -70,6 +71,15 @@ export const RuntimeSpec = z.strictObject({
     })
     .default({}),
 });
+  /** Containers started beside the agent's on a loopback only they share (docker backend; side-service.ts). */
+  services: SideServices,
+  /**
+   * A judge's runtime (an evaluator's fresh one) with side services: "shared" joins the agent's, as
+   * the agent left them (Harbor's shared verifier); "separate" starts its own. Default shared.
+   */
+  judge_services: z.enum(["shared", "separate"]).optional(),
+  /** The judge asks for a network (Harbor's verifier phase): given only under `--allow-verifier-network`. */
+  judge_network: z.boolean().optional(),
 
 export const BUILDER_STRATEGIES = ["per_request", "prefix_merging"] as const;
 
