@@ -68,6 +68,11 @@ export interface RunnerOptions {
    */
   taskCeilings?: TaskCeilings;
   /**
+   * `--allow-verifier-network`: an evaluator's fresh runtime gets the engine's network when its task
+   * asks (`runtime.judge_network`, a Harbor task's verifier phase). The agent's never has one. Off by default.
+   */
+  allowVerifierNetwork?: boolean;
+  /**
    * Lets tasks run in the `process` runtime (on the host, as the runner's user), and lets the runner
    * start without a working bwrap (the default runtime then falls back to `process`). Off by default.
    */
@@ -112,6 +117,7 @@ export async function startRunner(opts: RunnerOptions): Promise<Runner> {
     sessionLimits,
     proxyLimits: opts.proxyLimits,
     taskCeilings: opts.taskCeilings,
+    allowVerifierNetwork: opts.allowVerifierNetwork,
     runtimes:
       opts.runtimes ??
       sandboxedRuntimes(

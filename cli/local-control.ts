@@ -31,6 +31,8 @@ export interface LocalControlOptions {
   allowUnsandboxed?: boolean;
   /** `--max-task-limits`: what a submitted task may ask for at most. */
   taskCeilings?: TaskCeilings;
+  /** `--allow-verifier-network`: a judge whose task asks for a network gets one. */
+  allowVerifierNetwork?: boolean;
   log?: (line: string) => void;
   onResult?: (result: SessionResult) => void;
   /**
@@ -89,6 +91,7 @@ export async function startLocalControl(opts: LocalControlOptions = {}): Promise
       waitSeconds: 1,
       allowUnsandboxed: opts.allowUnsandboxed,
       taskCeilings: opts.taskCeilings,
+      allowVerifierNetwork: opts.allowVerifierNetwork,
       log: (line) => log(`[runner] ${line}`),
       onResult: (r) => {
         const why = r.status === "ERROR" && r.error ? `: ${r.error.split("\n", 1)[0]}` : "";

@@ -14,6 +14,7 @@ import { limitReason } from "../runtime/limits.ts";
 import { type Runtime, RuntimeSpecRefused } from "../runtime/runtime.ts";
 import { checkTaskCeilings } from "../runtime/task-ceilings.ts";
 import { isCancelled } from "./cancellation.ts";
+import { judgeSpecOf } from "./judge-spec.ts";
 import { finishTaskIfUnfinished } from "./session-result.ts";
 import type { PreparedSession, SessionDeps } from "./session-types.ts";
 
@@ -106,11 +107,16 @@ export async function initSession(
     limits: task.runtime.limits,
     defaultLimits: deps.sessionLimits,
     proxyUrl: deps.proxyUrl,
+    services: task.runtime.services,
   };
   // Started now, so an evaluator's runtime is built off the critical path, while the agent runs.
   const fresh = freshRuntimes({
     factory,
-    spec: { ...spec, sessionId: `${job.session_id}.eval` },
+    spec: {
+      ...spec,
+      sessionId: `${job.session_id}.eval`,
+      ...judgeSpecOf(task.runtime, job.session_id, deps.allowVerifierNetwork === true),
+    },
     prepare: task.runtime.prepare,
     timeoutMs: budgetMs,
     prewarm: evaluator.needsFreshRuntime === true,

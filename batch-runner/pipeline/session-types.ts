@@ -34,6 +34,8 @@ export interface SessionDeps {
   proxyLimits?: ProxySessionLimits;
   /** The most a task may ask for (`--max-task-limits`); a task over one ends ERROR at INIT. None when absent. */
   taskCeilings?: TaskCeilings;
+  /** `--allow-verifier-network`: a judge whose task asks for a network gets one (off by default). */
+  allowVerifierNetwork?: boolean;
   /** Proxy base URL as the host sees it. */
   proxyUrl: string;
   /** POLAR_SIGNING_KEY; null when the proxy runs with `--auth off` (the token is then the session id). */

@@ -74,13 +74,15 @@ function tailOf(text: string): string {
 export class SideServices {
   private readonly cli: string[];
   private readonly names: string[];
+  private readonly engine: ContainerEngine;
+  /** The session's container name; the services' names derive from it. */
+  private readonly prefix: string;
+  private readonly services: SideService[];
 
-  constructor(
-    private readonly engine: ContainerEngine,
-    /** The session's container name; the services' names derive from it. */
-    private readonly prefix: string,
-    private readonly services: SideService[],
-  ) {
+  constructor(engine: ContainerEngine, prefix: string, services: SideService[]) {
+    this.engine = engine;
+    this.prefix = prefix;
+    this.services = services;
     this.cli = [engine.bin, ...engine.globalFlags];
     this.names = serviceContainerNames(prefix, services);
   }

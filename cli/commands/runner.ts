@@ -33,7 +33,7 @@ const usage = `Usage: polar runner --queue memory|SQS_URL --store DIR|s3://bucke
                     [--bwrap-image-dir DIR]...
                     [--session-memory-mb N] [--session-pids N] [--session-disk-mb N] [--session-output-mb N]
                     [--session-max-in-flight N] [--session-tokens-per-minute N]
-                    [--max-task-limits NAME=N,...]
+                    [--max-task-limits NAME=N,...] [--allow-verifier-network]
 
 A batch runner: receives SessionJobs, runs each session through INIT -> READY -> RUNNING -> POSTRUN
 and writes results/{task}/{session}.json and the task's group shard when its last session lands.
@@ -98,6 +98,10 @@ and writes results/{task}/{session}.json and the task's group shard when its las
                        holder, a plug-in's dataset row, a NeMo Gym row): NAME is one of memory_mb,
                        pids, disk_mb, output_mb, cpus, gpus, max_in_flight, tokens_per_minute,
                        timeout_seconds; a task over one ends ERROR at INIT naming it. None by default
+  --allow-verifier-network
+                       an evaluator's fresh runtime (a Harbor task's verifier) gets the container
+                       engine's network when its task asks for one (runtime.judge_network); the
+                       agent's runtime never has one. Off by default (docker backend only)
 
 Environment: POLAR_SIGNING_KEY (the proxy's key; unset = the proxy runs with --auth off),
 AWS_* and AWS_ENDPOINT_URL_SQS for SQS, AWS_ENDPOINT_URL_S3 for s3:// stores; none of it reaches a
@@ -106,6 +110,7 @@ session. See docs/runner.md and docs/security.md.`;
 type MultiFlag = "evaluator-dir" | "files-dir" | "callback-allow-host" | "bwrap-image-dir";
 type RunnerFlagValues = { [k: string]: string | undefined } & { [k in MultiFlag]?: string[] } & {
   "allow-unsandboxed"?: boolean;
+  "allow-verifier-network"?: boolean;
 };
 
 const command: Command = {
@@ -146,6 +151,7 @@ const command: Command = {
           ].map((k) => [k, { type: "string" as const }]),
         ),
         "allow-unsandboxed": { type: "boolean" },
+        "allow-verifier-network": { type: "boolean" },
         "evaluator-dir": { type: "string", multiple: true },
         "files-dir": { type: "string", multiple: true },
         "callback-allow-host": { type: "string", multiple: true },
@@ -222,6 +228,7 @@ const command: Command = {
       taskCeilings: taskCeilingsFlag(values["max-task-limits"]),
       harnessCacheDir: values["harness-cache"],
       allowUnsandboxed: values["allow-unsandboxed"] === true,
+      allowVerifierNetwork: values["allow-verifier-network"] === true,
       evaluatorDirs: values["evaluator-dir"],
       filesDirs: values["files-dir"],
       callbackAllowHosts: values["callback-allow-host"],

@@ -11,7 +11,7 @@ import {
 
 const usage = `Usage: polar serve [--upstream URL] [--engine vllm|sglang] [--port 8787] [--host 127.0.0.1]
                    [--out DIR] [--control-token T] [--run N] [--log-requests] [--allow-unsandboxed]
-                   [--max-task-limits NAME=N,...]
+                   [--max-task-limits NAME=N,...] [--allow-verifier-network]
 
 The task control API locally, in one command: the proxy with POST/GET/DELETE /v1/tasks and
 /openapi.json, an in-memory queue, a directory store under DIR/store and a batch runner in this
@@ -33,6 +33,8 @@ as signed local download URLs, as an S3 store would presign them. Then, from ano
                      the most a submitted task may ask for (memory_mb, pids, disk_mb, output_mb,
                      cpus, gpus, max_in_flight, tokens_per_minute, timeout_seconds); a task over
                      one ends ERROR at INIT naming it (as \`polar runner\`)
+  --allow-verifier-network
+                     a Harbor task's verifier gets a network when its task asks (as \`polar runner\`)
 
 Jobs live in this process: queued sessions are lost when it stops (results already written stay,
 and resubmitting reruns only the sessions without one). For a fleet use \`polar proxy
@@ -54,6 +56,7 @@ const command: Command = {
         run: { type: "string" },
         "log-requests": { type: "boolean" },
         "allow-unsandboxed": { type: "boolean" },
+        "allow-verifier-network": { type: "boolean" },
         "max-task-limits": { type: "string" },
       },
       strict: true,
@@ -78,6 +81,7 @@ const command: Command = {
         run: intFlag("run", values.run, 4, 1, 1024),
         logRequests: values["log-requests"] === true,
         allowUnsandboxed: values["allow-unsandboxed"] === true,
+        allowVerifierNetwork: values["allow-verifier-network"] === true,
         taskCeilings: taskCeilingsFlag(values["max-task-limits"]),
         routes: viewerRoutes,
       });
