@@ -1,0 +1,127 @@
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { durationSeconds, readComposeServices } from "../../batch-runner/harbor/compose.ts";
+import { HarborTaskRefused } from "../../batch-runner/harbor/harbor-refusal.ts";
+import { judgeSpecOf } from "../../batch-runner/pipeline/judge-spec.ts";
+import { startOrder } from "../../batch-runner/runtime/side-services.ts";
+import { RuntimeSpec } from "../../shared/schemas/task.ts";
+
+/** A compose file is the task author's, not the operator's: anything reaching past the loopback is refused by name. */
+let dir: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "polar-compose-"));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function task(compose: string): Promise<string> {
+  const t = await mkdtemp(join(dir, "t-"));
+  await mkdir(join(t, "environment", "api"), { recursive: true });
+  await writeFile(join(t, "environment", "api", "Dockerfile"), "FROM x\n");
+  await writeFile(join(t, "environment", "docker-compose.yaml"), compose);
+  return t;
+}
+
+const API = `services:
+  main:
+    depends_on:
+      api:
+        condition: service_healthy
+  api:
+    build:
+      context: ./api
+    expose: ["5000"]
+    environment:
+      - MODE=test
+    healthcheck:
+      test: ["CMD", "python3", "-c", "import socket; socket.create_connection(('localhost',5000))"]
+      interval: 2s
+      timeout: 5s
+      retries: 15
+      start_period: 1m30s
+`;
+
+describe("compose.ts", () => {
+  it("reads a cookbook-style service: build context, health, env", async () => {
+    const t = await task(API);
+    const [api, ...rest] = await readComposeServices(t);
+    expect(rest).toEqual([]);
+    expect(api).toEqual({
+      name: "api",
+      image: `build:${t}/environment/api`,
+      env: { MODE: "test" },
+      healthcheck: {
+        test: ["python3", "-c", "import socket; socket.create_connection(('localhost',5000))"],
+        interval_seconds: 2,
+        timeout_seconds: 5,
+        retries: 15,
+        start_period_seconds: 90,
+      },
+      depends_on: [],
+      limits: {},
+    });
+  });
+
+  it.each([
+    ["ports", '    ports: ["8080:8080"]\n', /services\.api\.ports: ports are not published to the host/],
+    ["privileged", "    privileged: true\n", /services\.api\.privileged: services run unprivileged/],
+    ["host volume", '    volumes: ["/etc:/host-etc"]\n', /services\.api\.volumes: volumes are not mounted/],
+    ["network_mode host", "    network_mode: host\n", /services\.api\.network_mode:/],
+    ["devices", '    devices: ["/dev/kvm"]\n', /services\.api\.devices: no device/],
+    ["cap_add", '    cap_add: ["NET_ADMIN"]\n', /services\.api\.cap_add/],
+    ["the runner's env", "    environment:\n      - AWS_SECRET_ACCESS_KEY\n", /never passed/],
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: compose's own interpolation syntax
+    ["interpolation", '    environment:\n      KEY: "${API_KEY}"\n', /never passed/],
+    ["an unknown key", "    stdin_open: true\n", /services\.api: .*stdin_open/],
+  ])("refuses %s by name", async (_what, extra, why) => {
+    const t = await task(`services:\n  api:\n    build: ./api\n${extra}`);
+    const err = await readComposeServices(t).catch((e) => e);
+    expect(err).toBeInstanceOf(HarborTaskRefused);
+    expect(err.message).toMatch(why);
+  });
+
+  it("refuses a build context outside environment/ and an agent container set up in compose", async () => {
+    const out = await task("services:\n  api:\n    build: ../../etc\n");
+    expect((await readComposeServices(out).catch((e) => e)).message).toMatch(
+      /not a directory inside environment/,
+    );
+    const main = await task("services:\n  main:\n    privileged: true\n");
+    expect((await readComposeServices(main).catch((e) => e)).message).toMatch(/services\.main\.privileged/);
+    const top = await task("services: {}\nvolumes:\n  data: {}\n");
+    expect((await readComposeServices(top).catch((e) => e)).message).toMatch(
+      /volumes: volumes are not mounted/,
+    );
+  });
+
+  it("parses compose durations", () => {
+    expect(durationSeconds("1m30s")).toBe(90);
+    expect(durationSeconds("500ms")).toBe(0.5);
+    expect(durationSeconds("2x")).toBeNull();
+  });
+
+  it("starts services after what they depend on; a cycle is refused", () => {
+    const s = (name: string, deps: string[]) => ({ name, image: "x", env: {}, depends_on: deps, limits: {} });
+    expect(startOrder([s("a", ["b"]), s("b", [])]).map((x) => x.name)).toEqual(["b", "a"]);
+    expect(() => startOrder([s("a", ["b"]), s("b", ["a"])])).toThrow(/dependency cycle/);
+  });
+});
+
+describe("judgeSpecOf", () => {
+  const services = RuntimeSpec.parse({ services: [{ name: "kv", image: "x" }] }).services;
+  it("a shared judge joins the agent's services and gets no network even when allowed", () => {
+    expect(judgeSpecOf({ services, judge_network: true }, "s1", true)).toEqual({
+      services: [],
+      joinServicesOf: "s1",
+    });
+  });
+  it("a separate judge starts its own; the network only under the operator's switch", () => {
+    const sep = { services, judge_services: "separate" as const, judge_network: true };
+    expect(judgeSpecOf(sep, "s1", false)).toEqual({ services });
+    expect(judgeSpecOf(sep, "s1", true)).toEqual({ services, network: "public" });
+    expect(judgeSpecOf({ services: [], judge_network: true }, "s1", false)).toEqual({ services: [] });
+  });
+});
