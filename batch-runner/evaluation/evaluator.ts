@@ -19,6 +19,37 @@ export interface EvaluationContext {
   freshRuntime: () => Promise<Runtime>;
   /** Where `files[...].from` host paths may be read (the operator's `--files-dir`); none when absent. */
   hostFiles?: ModulePolicy;
+  /** A stepped session's steps as they ran (session-steps.ts); absent for a one-instruction task. */
+  steps?: StepOutcome[];
+}
+
+/**
+ * One step of a session that runs its harness once per step (an evaluator's `steps()`): the step's
+ * instruction, what lands in the work dir before it, and when the steps stop after it.
+ */
+export interface SessionStep {
+  name: string;
+  instruction: string;
+  /** This step's agent budget (the session's still bounds them all). */
+  timeoutMs: number | null;
+  /** Work-dir path -> text, written in the sandbox before the agent starts. */
+  files: Record<string, string>;
+  /** `bash setup.sh` in the work dir after `files` land. */
+  setup: boolean;
+  healthcheck: { command: string; intervalMs: number; timeoutMs: number; retries: number } | null;
+  /** Reward key -> threshold: below any (or missing), no later step runs. */
+  minReward: Record<string, number> | null;
+  /** Work-dir paths kept after the step (with the task's `artifacts`). */
+  artifacts: string[];
+}
+
+/** What a step left: its evaluation (null when it was not judged) or why it failed. */
+export interface StepOutcome {
+  name: string;
+  evaluation: Evaluation | null;
+  error: string | null;
+  /** Capture ids the step's harness run produced (what its step reward lands on). */
+  captureIds: string[];
 }
 
 export interface Evaluation {
@@ -39,4 +70,8 @@ export interface Evaluator {
   /** True when evaluate() calls ctx.freshRuntime(): the pipeline then prewarms one while the agent runs. */
   needsFreshRuntime?: boolean;
   evaluate(trajectory: Trajectory, ctx: EvaluationContext): Promise<Evaluation>;
+  /** The task's steps, when its config makes it a stepped session (harbor's `steps`); null otherwise. */
+  steps?(config: Record<string, unknown>): SessionStep[] | null;
+  /** Judges step `index` in the live session (after its agent ran); `evaluate` later gets every outcome. */
+  evaluateStep?(index: number, ctx: EvaluationContext): Promise<Evaluation>;
 }

@@ -8,6 +8,7 @@ import { judgeInFreshRuntime } from "./agent-outputs.ts";
 import type { Evaluation, EvaluationContext, Evaluator } from "./evaluator.ts";
 import { commandTimeoutMs, parseEvaluatorConfig, tail } from "./evaluator-config.ts";
 import { copyEvaluatorFiles } from "./evaluator-files.ts";
+import { aggregateSteps, sessionSteps, stepConfig } from "./harbor-steps.ts";
 import { judgeEnv } from "./judge-env.ts";
 
 /**
@@ -24,17 +25,32 @@ export { HarborConfig };
 export const harbor: Evaluator = {
   name: "harbor",
   needsFreshRuntime: true,
-  async evaluate(_trajectory: Trajectory, ctx: EvaluationContext): Promise<Evaluation> {
+  async evaluate(trajectory: Trajectory, ctx: EvaluationContext): Promise<Evaluation> {
     const cfg = parseEvaluatorConfig("harbor", HarborConfig, ctx.config);
-    return judgeInFreshRuntime(
-      ctx,
-      cfg.outputs,
-      { denied: cfg.outputs_denied, replace: cfg.outputs_replace },
-      (reason) => ({ stage: "outputs", reason }),
-      (fresh, outputs) => runTests(fresh, cfg, ctx, outputs),
-    );
+    // A multi-step task was judged step by step while it ran (harbor-steps.ts).
+    if (cfg.steps) return aggregateSteps(cfg, ctx.steps ?? [], trajectory);
+    return judge(cfg, ctx);
+  },
+  steps(config) {
+    return sessionSteps(parseEvaluatorConfig("harbor", HarborConfig, config));
+  },
+  async evaluateStep(index, ctx) {
+    const cfg = parseEvaluatorConfig("harbor", HarborConfig, ctx.config);
+    const step = cfg.steps?.[index];
+    if (!step) throw new Error(`the task has no step ${index}`);
+    return judge(stepConfig(cfg, step), ctx);
   },
 };
+
+function judge(cfg: HarborConfig, ctx: EvaluationContext): Promise<Evaluation> {
+  return judgeInFreshRuntime(
+    ctx,
+    cfg.outputs,
+    { denied: cfg.outputs_denied, replace: cfg.outputs_replace },
+    (reason) => ({ stage: "outputs", reason }),
+    (fresh, outputs) => runTests(fresh, cfg, ctx, outputs),
+  );
+}
 
 async function runTests(
   fresh: Runtime,

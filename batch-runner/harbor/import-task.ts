@@ -2,13 +2,17 @@ import { readdir } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
 import { isValidId } from "../../shared/ids.ts";
 import { RUNNER_CONFIG_FILES } from "../../shared/schemas/task-settings.ts";
-import { BUILD_PREFIX, PREBUILT_PREFIX } from "../runtime/image-build-ref.ts";
+import { buildRef, PREBUILT_PREFIX } from "../runtime/image-build-ref.ts";
+import { artifactPaths } from "./artifacts.ts";
 import { composeServicesField } from "./compose.ts";
 import { readDockerfile } from "./dockerfile.ts";
 import { rewritePaths } from "./harbor-paths.ts";
 import { HarborTaskRefused } from "./harbor-refusal.ts";
+import { mcpServersOf } from "./mcp.ts";
 import { globsNamedIn } from "./path-globs.ts";
+import { skillsPrepare } from "./skills.ts";
 import { checkTaskDir, entryKind, listTaskFiles, readTaskFile, refuseLink } from "./task-files.ts";
+import { readSteps, stepsBudget } from "./task-steps.ts";
 import { checkTaskToml, networkWarnings, parseToml } from "./task-toml.ts";
 
 /**
@@ -34,7 +38,7 @@ const INERT = new Set(["README.md", ".gitignore", ".dockerignore"]);
 const JOB_FILES = new Set(["config.yaml", "metrics"]);
 /** The build-context files that are not the image's: side services are not started. */
 const COMPOSE = /(^|\/)(docker-)?compose\.ya?ml$/;
-const READ = new Set(["instruction.md", "task.toml", "environment", "tests", "solution"]);
+const READ = new Set(["instruction.md", "task.toml", "environment", "tests", "solution", "steps"]);
 /** Tests are inlined into the task; a bigger tests/ belongs on the runner's host (`files[...].from`). */
 const MAX_TESTS_BYTES = 1024 * 1024;
 
@@ -80,14 +84,16 @@ export async function importHarborTask(dir: string, opts: ImportOptions): Promis
     const why =
       entry.name === "trajectory.json"
         ? "prior agent context (an ATIF trajectory seeded before the agent runs) is not supported"
-        : entry.name === "steps"
-          ? "multi-step tasks are not supported"
-          : "not part of the Harbor task layout Polar reads";
+        : "not part of the Harbor task layout Polar reads";
     throw new HarborTaskRefused(`${entry.name}: ${why}`);
   }
   const toml = checkTaskToml(parseToml(await textFile(dir, "task.toml"), dir));
-  const instruction = await textFile(dir, "instruction.md");
-  if (instruction.trim() === "")
+  const multiStep = (toml.steps?.length ?? 0) > 0;
+  if (!multiStep && (await entryKind(dir, "steps")) !== null)
+    throw new HarborTaskRefused("steps: task.toml declares no [[steps]], so Harbor would not run these steps");
+  // A multi-step task's instructions are its steps'; a top-level one is not read (as in Harbor).
+  const instruction = multiStep ? "" : await textFile(dir, "instruction.md");
+  if (!multiStep && instruction.trim() === "")
     throw new HarborTaskRefused("instruction.md: empty (the agent would get no task)");
   const prebuilt = toml.environment?.docker_image ?? null;
   const build = !opts.noBuild && prebuilt === null;
@@ -110,12 +116,12 @@ export async function importHarborTask(dir: string, opts: ImportOptions): Promis
         `environment/${file}: --no-build builds no image, so this build-context file would never reach the task`,
       );
   }
-  if (toml.environment?.skills_dir)
-    warnings.push(
-      `task.toml: environment.skills_dir = ${JSON.stringify(toml.environment.skills_dir)}: the skills are not copied into the harness's skills dir; they stay in the image at that path`,
-    );
+  const skills = toml.environment?.skills_dir
+    ? skillsPrepare(String(opts.agent.harness), toml.environment.skills_dir)
+    : { prepare: null, warning: null };
+  if (skills.warning) warnings.push(skills.warning);
   const testFiles = await listTaskFiles(dir, "tests");
-  if (!testFiles.includes("test.sh")) {
+  if (!testFiles.includes("test.sh") && !multiStep) {
     throw new HarborTaskRefused(
       testFiles.includes("test.bat")
         ? "tests/test.bat: Windows tasks are not supported"
@@ -145,13 +151,25 @@ export async function importHarborTask(dir: string, opts: ImportOptions): Promis
         ? "task.toml: environment.docker_image without environment.workdir or an environment/Dockerfile naming its WORKDIR (the agent's work dir stands in for it, so the task must name it)"
         : "environment/Dockerfile: no WORKDIR (the agent's work dir stands in for it, so the task must name it)",
     );
+  const stepped = multiStep ? await readSteps(dir, toml, workdir, (rel) => textFile(dir, rel)) : null;
+  warnings.push(...(stepped?.warnings ?? []));
+  for (const step of stepped?.steps ?? [])
+    if (!testFiles.includes("test.sh") && !Object.hasOwn(step.tests, "test.sh"))
+      throw new HarborTaskRefused(`steps/${step.name}/tests/test.sh: missing (and tests/ holds no test.sh)`);
+  const artifacts = artifactPaths(toml.artifacts ?? [], workdir);
+  warnings.push(...artifacts.warnings);
   // The agent works in its work dir: instruction paths under WORKDIR become relative ones.
-  const localInstruction = rewritePaths(instruction, { [workdir]: "." }).trim();
+  const localInstruction =
+    stepped?.steps[0]?.instruction ?? rewritePaths(instruction, { [workdir]: "." }).trim();
   const hasSolution = (await entryKind(dir, "solution")) === "dir";
   warnings.push(...networkWarnings(toml, Object.values(tests)));
   const inImage = build || prebuilt !== null;
   // Runner config the task asks for or its tests read is the agent's deliverable: let it reach the judge.
-  const named = globsNamedIn(RUNNER_CONFIG_FILES, [localInstruction, ...Object.values(tests)].join("\n"));
+  const stepTexts = (stepped?.steps ?? []).flatMap((s) => [s.instruction, ...Object.values(s.tests)]);
+  const named = globsNamedIn(
+    RUNNER_CONFIG_FILES,
+    [localInstruction, ...Object.values(tests), ...stepTexts].join("\n"),
+  );
   for (const glob of named)
     warnings.push(
       `${glob}: named by the instruction or the tests, so the agent's file reaches the tests (outputs_denied lets it through)`,
@@ -160,15 +178,29 @@ export async function importHarborTask(dir: string, opts: ImportOptions): Promis
     task_id: taskId,
     instruction: localInstruction,
     ...(opts.numSamples ? { num_samples: opts.numSamples } : {}),
-    ...(toml.agent?.timeout_sec ? { timeout_seconds: toml.agent.timeout_sec } : {}),
-    agent: opts.agent,
+    ...(stepped
+      ? stepsBudget(stepped.steps, toml)
+      : toml.agent?.timeout_sec
+        ? { timeout_seconds: toml.agent.timeout_sec }
+        : {}),
+    agent: {
+      ...opts.agent,
+      ...(toml.environment?.mcp_servers?.length
+        ? { mcp_servers: mcpServersOf(toml.environment.mcp_servers) }
+        : {}),
+    },
+    ...(artifacts.paths.length ? { artifacts: artifacts.paths } : {}),
     runtime: {
       ...(prebuilt !== null
         ? { backend: "docker", image: `${PREBUILT_PREFIX}${prebuilt}` }
         : build
-          ? { backend: "docker", image: `${BUILD_PREFIX}${resolve(dir, "environment")}` }
+          ? {
+              backend: "docker",
+              image: buildRef(resolve(dir, "environment"), toml.environment?.build_timeout_sec),
+            }
           : {}),
       ...(inImage ? await composeServicesField(resolve(dir)) : {}),
+      ...(skills.prepare ? { prepare: [skills.prepare] } : {}),
       env: { ...docker.env, ...(toml.environment?.env ?? {}) },
       limits: {
         ...(toml.environment?.cpus ? { cpus: toml.environment.cpus } : {}),
@@ -188,6 +220,9 @@ export async function importHarborTask(dir: string, opts: ImportOptions): Promis
         ...(inImage ? { outputs_replace: ["**/*"] } : {}),
         ...(toml.verifier?.env && Object.keys(toml.verifier.env).length ? { env: toml.verifier.env } : {}),
         ...(toml.verifier?.timeout_sec ? { timeout_seconds: toml.verifier.timeout_sec } : {}),
+        ...(stepped
+          ? { steps: stepped.steps, step_reward_strategy: toml.multi_step_reward_strategy ?? "mean" }
+          : {}),
       },
     },
     metadata: {

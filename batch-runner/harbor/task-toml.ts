@@ -16,6 +16,46 @@ const Seconds = z.number().positive();
 /** Harbor's default is "public"; either way the sandbox has none (see `networkWarnings`). */
 const Network = z.enum(["public", "no-network"]).optional();
 const Empty = z.array(z.never()).optional();
+/** Harbor's `ArtifactConfig` or its short form (a path); mapped onto work-dir paths by artifacts.ts. */
+const Artifacts = z
+  .array(
+    z.union([
+      z.string().min(1),
+      z.strictObject({
+        source: z.string().min(1),
+        destination: z.string().nullable().optional(),
+        exclude: z.array(z.string()).optional(),
+        service: z.string().nullable().optional(),
+      }),
+    ]),
+  )
+  .optional();
+export type ArtifactEntry = NonNullable<z.infer<typeof Artifacts>>[number];
+const Healthcheck = z.strictObject({
+  command: z.string().min(1),
+  interval_sec: Seconds.optional(),
+  timeout_sec: Seconds.optional(),
+  start_period_sec: z.number().nonnegative().optional(),
+  start_interval_sec: Seconds.optional(),
+  retries: z.number().int().positive().optional(),
+});
+/** One `[[steps]]` entry (Harbor's `StepConfig`); its files are under `steps/<name>/` (task-steps.ts). */
+const Step = z.strictObject({
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { message: "a step name is a plain directory name" }),
+  agent: z.strictObject({ timeout_sec: Seconds.nullable().optional(), network_mode: Network }).optional(),
+  verifier: z
+    .strictObject({ timeout_sec: Seconds.optional(), env: Env.optional(), network_mode: Network })
+    .optional(),
+  min_reward: z
+    .union([z.number(), z.record(z.string(), z.number())])
+    .nullable()
+    .optional(),
+  healthcheck: Healthcheck.nullable().optional(),
+  artifacts: Artifacts,
+});
+export type StepToml = z.infer<typeof Step>;
 
 export const TaskToml = z.strictObject({
   schema_version: z.string().optional(),
@@ -24,7 +64,9 @@ export const TaskToml = z.strictObject({
   task: z.record(z.string(), z.unknown()).optional(),
   metadata: z.record(z.string(), z.unknown()).optional(),
   source: z.string().nullable().optional(),
-  artifacts: Empty,
+  artifacts: Artifacts,
+  steps: z.array(Step).min(1).nullable().optional(),
+  multi_step_reward_strategy: z.enum(["mean", "final"]).nullable().optional(),
   verifier: z
     .strictObject({
       timeout_sec: Seconds.optional(),
@@ -38,11 +80,11 @@ export const TaskToml = z.strictObject({
   agent: z.strictObject({ timeout_sec: Seconds.nullable().optional(), network_mode: Network }).optional(),
   environment: z
     .strictObject({
-      // Polar's image build has its own timeout (image-build.ts).
+      // The image build's time limit (image-build-ref.ts carries it to image-build.ts).
       build_timeout_sec: Seconds.optional(),
       /** A prebuilt image Harbor runs instead of building environment/Dockerfile. */
       docker_image: z.string().min(1).nullable().optional(),
-      /** A dir of the image holding skills; not installed into the harness (a warning says so). */
+      /** A dir of the image holding skills, copied into the harness's skills dir (skills.ts). */
       skills_dir: z.string().nullable().optional(),
       cpus: z.number().positive().nullable().optional(),
       memory_mb: z.number().int().positive().nullable().optional(),
@@ -54,7 +96,8 @@ export const TaskToml = z.strictObject({
       os: z.literal("linux").optional(),
       allow_internet: z.boolean().nullable().optional(),
       network_mode: Network,
-      mcp_servers: Empty,
+      /** Harbor's `MCPServerConfig`s: become `agent.mcp_servers` (mcp.ts), checked by Polar's schema there. */
+      mcp_servers: z.array(z.record(z.string(), z.unknown())).optional(),
     })
     .optional(),
   solution: z.strictObject({ env: Env.optional() }).optional(),
@@ -65,12 +108,8 @@ const NO_NETWORK = "a Polar sandbox has no network but the model proxy, so no al
 
 /** Harbor fields Polar does not run, dotted path -> why. One list, checked before the schema. */
 export const UNSUPPORTED: Record<string, string> = {
-  steps: "multi-step tasks are not supported (one instruction, one verifier)",
-  multi_step_reward_strategy: "multi-step tasks are not supported",
-  artifacts: "artifact collection is not supported (the evaluator sees only the work dir)",
   "environment.network_mode": NO_NETWORK,
   "environment.allowed_hosts": NO_NETWORK,
-  "environment.mcp_servers": "MCP servers are not started for the agent",
   "environment.healthcheck": "no service is started, so there is nothing to check",
   "environment.gpu_types": "GPU types cannot be requested (runtime.limits.gpus only counts)",
   "environment.tpu": "TPUs cannot be requested",

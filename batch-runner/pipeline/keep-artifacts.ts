@@ -28,14 +28,17 @@ export async function keepArtifacts(opts: {
   taskId: string;
   sessionId: string;
   attempt: number;
+  /** The dir `paths` are under: the session HOME (a preset's artifacts) or its work dir (a task's). */
   homeDir: string;
   paths: string[];
+  /** Under the attempt's prefix (`workdir/`: a task's artifacts, kept from its work dir). */
+  keyPrefix?: string;
   maxBytes?: number;
   maxFileBytes?: number;
 }): Promise<KeptArtifacts> {
   const budget = opts.maxBytes ?? MAX_ARTIFACT_BYTES;
   const fileCap = opts.maxFileBytes ?? MAX_ARTIFACT_FILE_BYTES;
-  const prefix = keys.artifactsOfAttempt(opts.taskId, opts.sessionId, opts.attempt);
+  const prefix = keys.artifactsOfAttempt(opts.taskId, opts.sessionId, opts.attempt) + (opts.keyPrefix ?? "");
   const home = await realpath(opts.homeDir);
   const kept: KeptArtifacts = { keys: [], skipped: [] };
   let used = 0;

@@ -174,6 +174,11 @@ export async function initSession(
     }
     const invocation = configured(() => preset.invocation(ctx, binDir));
     invocation.env = { ...task.runtime.env, ...invocation.env };
+    // A stepped task (a multi-step Harbor task) runs the harness once per step, each with its instruction.
+    const steps = configured(() => evaluator.steps?.(task.evaluator.config) ?? null)?.map((step) => {
+      const inv = configured(() => preset.invocation({ ...ctx, instruction: step.instruction }, binDir));
+      return { step, invocation: { ...inv, env: { ...task.runtime.env, ...inv.env } } };
+    });
     return {
       kind: "prepared",
       value: {
@@ -186,6 +191,7 @@ export async function initSession(
         evaluator,
         fresh,
         invocation,
+        ...(steps ? { steps } : {}),
         budgetMs,
         limits: { ...deps.sessionLimits, ...task.runtime.limits },
         initMs: Date.now() - started,

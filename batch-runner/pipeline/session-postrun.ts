@@ -78,6 +78,7 @@ export async function postrunSession(deps: SessionDeps, s: RanSession): Promise<
       config: s.task.evaluator.config,
       freshRuntime: () => s.fresh.get(),
       hostFiles: deps.hostFiles,
+      ...(s.stepOutcomes ? { steps: s.stepOutcomes } : {}),
     });
     trajectory = evaluated.trajectory;
     const artifacts = await keepArtifacts({
@@ -92,6 +93,7 @@ export async function postrunSession(deps: SessionDeps, s: RanSession): Promise<
       return { keys: [], skipped: [] };
     });
     for (const why of artifacts.skipped) deps.log(`session ${s.job.session_id}: artifact skipped: ${why}`);
+    const taskArtifacts = await keepTaskArtifacts(deps, s);
     const harnessOutput = await keepHarnessOutput(deps, s);
     const result: SessionResult = {
       v: 1,
@@ -113,7 +115,7 @@ export async function postrunSession(deps: SessionDeps, s: RanSession): Promise<
       evaluation: evaluated.record,
       trajectory,
       error: trajectory.error ?? evaluated.error,
-      artifacts: [...artifacts.keys, ...harnessOutput],
+      artifacts: [...artifacts.keys, ...(s.stepArtifacts ?? []), ...taskArtifacts, ...harnessOutput],
     };
     await commitResult(deps, s.job, result);
   } finally {
@@ -124,6 +126,22 @@ export async function postrunSession(deps: SessionDeps, s: RanSession): Promise<
       s.fresh.dispose(),
     ]);
   }
+}
+
+/** The task's `artifacts` (work-dir paths) as the run left them: `artifacts/{task}/{session}/{attempt}/workdir/{path}`. */
+async function keepTaskArtifacts(deps: SessionDeps, s: RanSession): Promise<string[]> {
+  if (!s.task.artifacts?.length) return [];
+  const kept = await keepArtifacts({
+    store: deps.store,
+    taskId: s.job.task_id,
+    sessionId: s.job.session_id,
+    attempt: s.attempt,
+    homeDir: s.runtime.workDir,
+    paths: s.task.artifacts,
+    keyPrefix: "workdir/",
+  }).catch((err) => ({ keys: [], skipped: [`not kept: ${(err as Error).message}`] }));
+  for (const why of kept.skipped) deps.log(`session ${s.job.session_id}: task artifact skipped: ${why}`);
+  return kept.keys;
 }
 
 /** The harness's bounded stdout/stderr as `artifacts/{task}/{session}/{attempt}/harness/std{out,err}.txt`. */

@@ -1,6 +1,7 @@
 import { keys } from "../../shared/keys.ts";
 import { isCancelled, watchCancellation } from "./cancellation.ts";
 import { OutputCapture } from "./harness-output.ts";
+import { runSteps } from "./session-steps.ts";
 import type { PreparedSession, RanSession, SessionDeps } from "./session-types.ts";
 
 /**
@@ -23,20 +24,35 @@ export async function runSession(
   const stdout = new OutputCapture();
   const stderr = new OutputCapture();
   try {
-    const exec = await s.runtime.exec(s.invocation.argv, {
-      env: s.invocation.env,
-      stdin: s.invocation.stdin,
-      timeoutMs: s.budgetMs,
+    const streams = {
       signal: AbortSignal.any([signal, watch.signal]),
-      onStdout: (chunk) => stdout.push(chunk),
-      onStderr: (chunk) => stderr.push(chunk),
-    });
+      onStdout: (chunk: string) => stdout.push(chunk),
+      onStderr: (chunk: string) => stderr.push(chunk),
+    };
+    const stepped = s.steps ? await runSteps(deps, { ...s, steps: s.steps }, streams) : null;
+    const exec = stepped
+      ? stepped.exec
+      : await s.runtime.exec(s.invocation.argv, {
+          ...streams,
+          env: s.invocation.env,
+          stdin: s.invocation.stdin,
+          timeoutMs: s.budgetMs,
+        });
+    const steps = stepped ? { stepOutcomes: stepped.outcomes, stepArtifacts: stepped.artifacts } : {};
     // A runtime that does not stream gives its (head-only) buffers instead.
     const output = {
-      stdout: stdout.seen ? stdout.text() : exec.stdout,
-      stderr: stderr.seen ? stderr.text() : exec.stderr,
+      stdout: stdout.seen ? stdout.text() : (exec?.stdout ?? ""),
+      stderr: stderr.seen ? stderr.text() : (exec?.stderr ?? ""),
     };
-    return { ...s, exec, output, cancelled: watch.signal.aborted, runMs: Date.now() - started, readyWaitMs };
+    return {
+      ...s,
+      ...steps,
+      exec,
+      output,
+      cancelled: watch.signal.aborted,
+      runMs: Date.now() - started,
+      readyWaitMs,
+    };
   } finally {
     watch.stop();
   }

@@ -2,7 +2,7 @@ import type { SessionLimits as ProxySessionLimits } from "../../shared/schemas/p
 import type { SessionJob, TaskRequest } from "../../shared/schemas/task.ts";
 import type { SessionResult, Trajectory } from "../../shared/schemas/trajectory.ts";
 import type { ObjectStore } from "../../shared/store/object-store.ts";
-import type { Evaluator } from "../evaluation/evaluator.ts";
+import type { Evaluator, SessionStep, StepOutcome } from "../evaluation/evaluator.ts";
 import type { ModulePolicy } from "../evaluation/evaluator-dirs.ts";
 import type { FreshRuntimes } from "../evaluation/fresh-runtime.ts";
 import type { HarnessInvocation, HarnessPreset } from "../harness/preset.ts";
@@ -81,6 +81,8 @@ export interface PreparedSession {
   /** Fresh runtimes for the evaluator; prewarmed during INIT when it says it needs one. */
   fresh: FreshRuntimes;
   invocation: HarnessInvocation;
+  /** A stepped task's steps, each with its harness invocation (session-steps.ts); absent otherwise. */
+  steps?: { step: SessionStep; invocation: HarnessInvocation }[];
   budgetMs: number;
   /** The task's limits over the runner's defaults (what a limit hit is reported against). */
   limits: SessionLimits;
@@ -95,4 +97,8 @@ export interface RanSession extends PreparedSession {
   cancelled: boolean;
   runMs: number;
   readyWaitMs: number;
+  /** A stepped task's steps as they ran, judged one by one; absent otherwise. */
+  stepOutcomes?: StepOutcome[];
+  /** Store keys of the artifacts kept after each step. */
+  stepArtifacts?: string[];
 }

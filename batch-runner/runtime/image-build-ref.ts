@@ -12,7 +12,23 @@ export const BUILD_PREFIX = "build:";
  */
 export const PREBUILT_PREFIX = "prebuilt:";
 
-/** The context dir of a build reference, or null for an ordinary image reference. */
+/**
+ * `build:timeout=<seconds>:<dir>`: a build with the task's own time limit (a Harbor task's
+ * `environment.build_timeout_sec`), under the runner's (image-build.ts takes the smaller).
+ */
+export function buildRef(dir: string, timeoutSec?: number): string {
+  return `${BUILD_PREFIX}${timeoutSec ? `timeout=${timeoutSec}:` : ""}${dir}`;
+}
+
+/** A build context as `buildContextOf` gives it -> its dir and the task's time limit (null: the runner's). */
+export function splitBuildContext(context: string): { dir: string; timeoutMs: number | null } {
+  const m = /^timeout=(\d+(?:\.\d+)?):(.*)$/s.exec(context);
+  if (!m) return { dir: context, timeoutMs: null };
+  const seconds = Number(m[1]);
+  return { dir: m[2] as string, timeoutMs: seconds > 0 ? Math.ceil(seconds * 1000) : null };
+}
+
+/** The context of a build reference (`splitBuildContext` reads it), or null for an ordinary image reference. */
 export function buildContextOf(image: string | undefined): string | null {
   return image?.startsWith(BUILD_PREFIX) ? image.slice(BUILD_PREFIX.length) : null;
 }

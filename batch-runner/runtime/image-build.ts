@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { isAbsolute, join, sep } from "node:path";
 import type { ContainerEngine } from "./container-engine.ts";
 import { engineEnv } from "./container-engine.ts";
+import { splitBuildContext } from "./image-build-ref.ts";
 import { RuntimeSpecRefused } from "./runtime-spec-refused.ts";
 import { spawnGroup } from "./spawn-group.ts";
 
@@ -130,7 +131,10 @@ export async function buildImage(
   const cli = [engine.bin, ...engine.globalFlags];
   const run = (args: string[], timeoutMs = 60_000) =>
     spawnGroup([...cli, ...args], { env: engineEnv(), cwd: "/", timeoutMs });
-  const dir = await checkedContext(context, opts.buildDirs);
+  // The task's own limit (Harbor's build_timeout_sec) counts only below the runner's.
+  const { dir: contextDir, timeoutMs: own } = splitBuildContext(context);
+  const timeoutMs = own === null ? opts.timeoutMs : Math.min(own, opts.timeoutMs);
+  const dir = await checkedContext(contextDir, opts.buildDirs);
   const dockerfile = mapBaseImages(await readFile(join(dir, "Dockerfile"), "utf8"), opts.baseImages);
   const hash = createHash("sha256").update(`${dockerfile}\0`);
   for (const local of Object.values(opts.baseImages).sort()) {
@@ -152,13 +156,13 @@ export async function buildImage(
         const ulimits = engine.runFlags.flatMap((f, i, all) =>
           f === "--ulimit" ? [f, all[i + 1] as string] : [],
         );
-        const res = await run(["build", ...ulimits, "--file", file, "--tag", ref, dir], opts.timeoutMs);
+        const res = await run(["build", ...ulimits, "--file", file, "--tag", ref, dir], timeoutMs);
         if (res.exitCode !== 0 || res.timedOut) {
           const why = res.timedOut
-            ? `ran past ${Math.round(opts.timeoutMs / 1000)} s`
+            ? `ran past ${Math.round(timeoutMs / 1000)} s${own !== null && own <= opts.timeoutMs ? " (the task's build_timeout_sec)" : ""}`
             : `exited ${res.exitCode}`;
           throw new RuntimeSpecRefused(
-            `building the image from ${context}/Dockerfile failed (${engine.bin} build ${why}):\n${tailOf(`${res.stdout}\n${res.stderr}`)}`,
+            `building the image from ${contextDir}/Dockerfile failed (${engine.bin} build ${why}):\n${tailOf(`${res.stdout}\n${res.stderr}`)}`,
           );
         }
       } finally {

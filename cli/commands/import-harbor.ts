@@ -19,10 +19,13 @@ Read: instruction.md; task.toml (timeouts, limits, env, \`version\` as \`schema_
 with python3's tomllib, 3.11+, run isolated from / so nothing of the collection or the cwd is
 imported or run); environment/ (its Dockerfile and build context: the task gets runtime.backend
 docker and runtime.image build:<environment dir>, which the runner builds with its container
-engine, docs/runner.md; or environment.docker_image, run as it is); tests/ (test.sh required, text
-files). The image's WORKDIR, /tests and /logs are rewritten to the runtime's real dirs. A task
-using anything else (docker-compose services, tests/Dockerfile, steps, MCP servers, artifacts, a
-network allowlist, a symlink anywhere in the task) is refused with the file and the reason on
+engine, docs/runner.md, within environment.build_timeout_sec; or environment.docker_image, run as
+it is); tests/ (test.sh required, text files); steps/ with task.toml's [[steps]] (one session runs
+the harness once per step, each step judged after it); environment.skills_dir (copied into the
+harness's skills dir at INIT); environment.mcp_servers (agent.mcp_servers); artifacts (work-dir
+paths kept with the session's outputs). The image's WORKDIR, /tests and /logs are rewritten to the
+runtime's real dirs. A task using anything else (tests/Dockerfile, a network allowlist, an artifact
+outside the WORKDIR, a symlink anywhere in the task) is refused with the file and the reason on
 stderr, and the command exits 1 after writing the tasks it could convert. A job's config.yaml or
 metrics/ beside a task is not read (a warning). Harbor's default network ("public") is converted
 with a warning when the tests download their tools: the sandbox has no internet.
@@ -34,7 +37,8 @@ with a warning when the tests download their tools: the sandbox has no internet.
   --samples N       num_samples (default 1)
   --no-build        build no image: the task runs in the runner's own runtime (bwrap by default),
                     so only a Dockerfile of FROM, WORKDIR, ENV, LABEL and ARG is accepted
-  --dry-run         write no tasks: print each task imported or refused, and the count by reason`;
+  --dry-run         write no tasks: print each task imported or refused, and the count by reason
+                    (checked against --harness, default claude_code)`;
 
 /** A DIR of task dirs (a Harbor dataset or the cookbook's recipes/) -> them; a task dir -> itself. */
 async function expand(dir: string): Promise<string[]> {
@@ -91,10 +95,11 @@ const command: Command = {
     if (samples !== undefined && !(Number.isInteger(samples) && samples >= 1)) {
       throw new UsageError(`--samples must be a positive integer, got ${JSON.stringify(values.samples)}`);
     }
-    // A dry run writes no task, so any agent passes the task check.
+    // A dry run writes no task: without --harness it checks against claude_code, a preset that takes
+    // MCP servers and skills, so the census counts what some harness can run.
     const agent = {
-      harness: values.harness ?? "shell",
-      settings: values.harness === undefined ? { command: "true" } : settings,
+      harness: values.harness ?? "claude_code",
+      settings,
       ...(values.model ? { model: values.model } : {}),
     };
     const dirs = (await Promise.all(positionals.map(expand))).flat();

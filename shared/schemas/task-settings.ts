@@ -197,25 +197,75 @@ const ImagePath = z
   .string()
   .regex(/^\/[^\0]*[^/]$/, { message: "an absolute path other than / (no trailing slash)" });
 
+/** One step of a multi-step Harbor task (harbor/models/task/config.py, `StepConfig`). */
+export const HarborStep = z.strictObject({
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { message: "a step name is a plain directory name" }),
+  instruction: z.string().regex(/\S/, { message: "a step needs an instruction" }),
+  /** The step's own `tests/`, laid over the task's (a step's test.sh wins over the task's). */
+  tests: EvaluatorFiles.default({}),
+  /** Files put into the work dir before the step's agent runs (Harbor's `steps/<name>/workdir/`). */
+  files: z.record(z.string().min(1), z.string()).default({}),
+  /** Run `bash setup.sh` in the work dir after `files` land (Harbor runs a `workdir/setup.sh`). */
+  setup: z.boolean().default(false),
+  /** The step's agent budget; the session's `timeout_seconds` still bounds all steps together. */
+  agent_timeout_seconds: z.number().positive().optional(),
+  timeout_seconds: z.number().positive().optional(),
+  env: TaskEnv.default({}),
+  /** Below this (on `reward`, or on each named key of reward.json) the remaining steps do not run. */
+  min_reward: z.union([z.number(), z.record(z.string(), z.number())]).optional(),
+  /** Run before the step's agent; failing `retries` times in a row ends the steps there. */
+  healthcheck: z
+    .strictObject({
+      command: z.string().min(1),
+      interval_sec: z.number().nonnegative().default(5),
+      timeout_sec: z.number().positive().default(30),
+      retries: z.number().int().positive().default(3),
+    })
+    .optional(),
+  /** Work-dir paths kept after this step, besides the task's `artifacts`. */
+  artifacts: z.array(z.string().min(1)).default([]),
+});
+export type HarborStep = z.infer<typeof HarborStep>;
+
 /**
  * `harbor`: a Harbor task's `tests/` run after the harness (Terminal-Bench 2.0 layout; `polar
  * import-harbor` writes this config). Reward from the `reward.json` or `reward.txt` that
  * `tests/test.sh` writes under `/logs/verifier`.
  */
-export const HarborConfig = z.strictObject({
-  /** The task's `tests/` dir, path (relative to it) -> file; `test.sh` is required. */
-  tests: EvaluatorFiles.refine((files) => Object.hasOwn(files, "test.sh"), {
-    message: 'must hold "test.sh"',
-  }),
-  /** The task image's WORKDIR: in the tests it becomes the judge's work dir. */
-  workdir: ImagePath.default("/app"),
-  outputs: AgentOutputs,
-  ...OutputRules,
-  env: TaskEnv.default({}),
-  timeout_seconds: z.number().positive().optional(),
-  /** reward.json key that is the reward (Harbor's own metrics read `reward`); a lone key is used whatever its name. */
-  reward_key: z.string().min(1).default("reward"),
-});
+export const HarborConfig = z
+  .strictObject({
+    /** The task's `tests/` dir, path (relative to it) -> file; `test.sh` is required (in it, or in every step's). */
+    tests: EvaluatorFiles,
+    /** The task image's WORKDIR: in the tests it becomes the judge's work dir. */
+    workdir: ImagePath.default("/app"),
+    outputs: AgentOutputs,
+    ...OutputRules,
+    env: TaskEnv.default({}),
+    timeout_seconds: z.number().positive().optional(),
+    /** reward.json key that is the reward (Harbor's own metrics read `reward`); a lone key is used whatever its name. */
+    reward_key: z.string().min(1).default("reward"),
+    /**
+     * A multi-step task (Harbor's `[[steps]]`): one session runs the harness once per step, in order,
+     * each step's tests judged after it (harbor-steps.ts); the task's `instruction` is the first step's.
+     */
+    steps: z.array(HarborStep).min(1).optional(),
+    /** The task's reward from its steps' (Harbor's `multi_step_reward_strategy`): their mean per key, or the last step's. */
+    step_reward_strategy: z.enum(["mean", "final"]).default("mean"),
+  })
+  .superRefine((cfg, ctx) => {
+    const has = (tests: Record<string, unknown>) => Object.hasOwn(tests, "test.sh");
+    if (has(cfg.tests)) return;
+    if (!cfg.steps) ctx.addIssue({ code: "custom", path: ["tests"], message: 'must hold "test.sh"' });
+    for (const [i, step] of (cfg.steps ?? []).entries())
+      if (!has(step.tests))
+        ctx.addIssue({
+          code: "custom",
+          path: ["steps", i, "tests"],
+          message: 'must hold "test.sh" (the task\'s tests hold none)',
+        });
+  });
 export type HarborConfig = z.infer<typeof HarborConfig>;
 
 /**

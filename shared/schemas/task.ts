@@ -118,6 +118,20 @@ export const TaskRequest = z.strictObject({
   runtime: RuntimeSpec.default(() => RuntimeSpec.parse({})),
   builder: BuilderSpec.default(() => BuilderSpec.parse({})),
   evaluator: EvaluatorSpec.default(() => EvaluatorSpec.parse({})),
+  /**
+   * Work-dir paths (files or dirs, relative) kept with the session's outputs after the run, as
+   * `artifacts/{task}/{session}/{attempt}/workdir/{path}` (a Harbor task's `artifacts`).
+   */
+  artifacts: z
+    .array(
+      z
+        .string()
+        .min(1)
+        .refine((p) => !p.startsWith("/") && !p.split("/").includes(".."), {
+          message: "an artifact path is relative to the work dir and must not contain '..'",
+        }),
+    )
+    .optional(),
   /** Completion notice is POSTed here when the task's last session is terminal. */
   callback_url: z.string().url().optional(),
   metadata: JsonObject.default({}),

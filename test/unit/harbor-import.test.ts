@@ -199,19 +199,24 @@ describe("importHarborTask", () => {
     expect((await importHarborTask(off, { agent })).warnings).toEqual([]);
   });
 
-  it("accepts skills_dir with a warning that the skills stay in the image", async () => {
+  it("copies skills_dir into the harness's skills dir at INIT, as Harbor's agents do; warns for a harness without one", async () => {
     const dir = await taskDir({ "task.toml": '[environment]\nskills_dir = "/skills"\n' });
-    expect((await importHarborTask(dir, { agent })).warnings).toEqual([
-      'task.toml: environment.skills_dir = "/skills": the skills are not copied into the harness\'s skills dir; they stay in the image at that path',
+    const claude = await importHarborTask(dir, { agent: { harness: "claude_code" } });
+    expect(claude.warnings).toEqual([]);
+    expect((claude.task.runtime as { prepare: string[] }).prepare).toEqual([
+      `if [ -d '/skills' ]; then mkdir -p "$HOME/.claude/skills" && cp -R '/skills/.' "$HOME/.claude/skills/"; fi`,
+    ]);
+    const codex = await importHarborTask(dir, { agent: { harness: "codex" } });
+    expect((codex.task.runtime as { prepare: string[] }).prepare[0]).toContain('"$HOME/.agents/skills/"');
+    const shell = await importHarborTask(dir, { agent });
+    expect((shell.task.runtime as { prepare?: string[] }).prepare).toBeUndefined();
+    expect(shell.warnings).toEqual([
+      'task.toml: environment.skills_dir = "/skills": harness shell reads no skills dir (those that do: claude_code, codex, pi, opencode, cline, hermes); the skills stay in the image at that path',
     ]);
   });
 
   it.each([
     [{ "environment/Dockerfile": "FROM ubuntu:24.04\n" }, /^environment\/Dockerfile: no WORKDIR/],
-    [
-      { "environment/docker-compose.yaml": "services: {}\n" },
-      /^environment\/docker-compose.yaml: side services \(docker-compose\) are not started/,
-    ],
     [{ "tests/Dockerfile": "FROM x\n" }, /^tests\/Dockerfile: a separate verifier image is not built/],
     [{ "tests/test.sh": null }, /^tests\/test.sh: missing$/],
     [{ "instruction.md": null }, /^instruction.md: missing/],
@@ -219,8 +224,9 @@ describe("importHarborTask", () => {
     [{ "trajectory.json": "{}" }, /^trajectory.json: prior agent context/],
     [
       { "task.toml": `${TASK["task.toml"]}[[steps]]\nname = "one"\n` },
-      /^task.toml: steps = .*multi-step tasks are not supported/,
+      /^steps\/one\/instruction.md: missing \(every step has its instruction\)/,
     ],
+    [{ "steps/one/instruction.md": "x\n" }, /^steps: task.toml declares no \[\[steps\]\]/],
     [
       { "task.toml": 'verifier.environment_mode = "separate"\n' },
       /^task.toml: verifier.environment_mode = "separate": a separate verifier environment/,
@@ -230,8 +236,12 @@ describe("importHarborTask", () => {
       /^task.toml: environment.network_mode = "allowlist": a Polar sandbox has no network/,
     ],
     [
-      { "task.toml": 'artifacts = ["/app/out"]\n' },
-      /^task.toml: artifacts = \["\/app\/out"\]: artifact collection/,
+      { "task.toml": 'artifacts = ["/var/log/app.log"]\n' },
+      /^task.toml: artifacts: "\/var\/log\/app.log" is outside the WORKDIR \/app: only the agent's work dir is kept/,
+    ],
+    [
+      { "task.toml": 'artifacts = [{ source = "/data/dump.sql", service = "db" }]\n' },
+      /^task.toml: artifacts: "\/data\/dump.sql" is collected from service "db": only the agent's work dir is kept/,
     ],
     [{ "task.toml": "agent.timeout = 3\n" }, /^task.toml: agent: Unrecognized key: "timeout"/],
     [{ "task.toml": "agent = [\n" }, /^task.toml: not valid TOML/],
@@ -393,7 +403,7 @@ describe("Harbor's path and reward rules", () => {
 describe("polar import-harbor", () => {
   it("writes the converted tasks on stdout, the refusals on stderr, and exits 1 when any was refused", async () => {
     const good = await taskDir();
-    const bad = await taskDir({ "environment/compose.yaml": "services: {}\n" });
+    const bad = await taskDir({ "tests/Dockerfile": "FROM x\n" });
     const res = spawnSync(
       "node",
       ["bin/polar.js", "import-harbor", good, bad, "--harness", "shell", "--settings", '{"command": "true"}'],
@@ -406,9 +416,7 @@ describe("polar import-harbor", () => {
     const lines = res.stdout.trim().split("\n");
     expect(lines).toHaveLength(1);
     expect(JSON.parse(lines[0]).evaluator.strategy).toBe("harbor");
-    expect(res.stderr).toContain(
-      `${bad}: refused: environment/compose.yaml: side services (docker-compose) are not started`,
-    );
+    expect(res.stderr).toContain(`${bad}: refused: tests/Dockerfile: a separate verifier image is not built`);
     expect(res.stderr).toContain("1 of 2 tasks converted");
   });
 
@@ -417,7 +425,7 @@ describe("polar import-harbor", () => {
     for (const [name, change] of [
       ["good-a", {}],
       ["good-b", { "config.yaml": "x: 1\n" }],
-      ["bad-compose", { "environment/docker-compose.yaml": "services: {}\n" }],
+      ["bad-verifier", { "tests/Dockerfile": "FROM x\n" }],
       ["bad-steps", { steps: null, "steps/one/instruction.md": "x\n" }],
     ] as const) {
       const dir = await taskDir(change);
@@ -431,11 +439,10 @@ describe("polar import-harbor", () => {
     expect(res.status).toBe(1);
     expect(res.stdout).toContain(`imported  ${join(collection, "good-a")}`);
     expect(res.stdout).toContain(`imported  ${join(collection, "good-b")}`);
-    expect(res.stdout).toMatch(
-      /refused {3}1 {2}environment\/docker-compose.yaml: side services .*\n {10}bad-compose\n/,
-    );
-    expect(res.stdout).toMatch(/refused {3}1 {2}steps: multi-step tasks are not supported\n {10}bad-steps\n/);
+    expect(res.stdout).toMatch(/refused {3}1 {2}tests\/Dockerfile: a separate verifier image .*\n {10}bad-verifier\n/);
+    expect(res.stdout).toMatch(/refused {3}1 {2}steps: task.toml declares no \[\[steps\]\].*\n {10}bad-steps\n/);
     expect(res.stdout).toContain("2 of 4 tasks import");
-    expect(res.stderr).toContain(`${join(collection, "bad-compose")}: refused:`);
+    expect(res.stderr).toContain(`${join(collection, "bad-verifier")}: refused:`);
+    expect(res.stderr).toContain(`${join(collection, "bad-steps")}: refused:`);
   });
 });
