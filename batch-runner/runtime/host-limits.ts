@@ -3,6 +3,7 @@ import { basename } from "node:path";
 import { cgroupSupport, SessionCgroup } from "./cgroup.ts";
 import { diskVolumeSupport } from "./disk-volume.ts";
 import { effectiveLimits, type LimitSupport, type SessionLimits } from "./limits.ts";
+import { gpuSupport } from "./node-gpus.ts";
 import type { RuntimeSpecInput } from "./runtime.ts";
 
 /**
@@ -41,7 +42,7 @@ export function sessionCgroup(runtimeId: string, limits: SessionLimits): Promise
 
 /**
  * Container engines apply memory, pids, cpus and GPUs with their own flags (their cgroups: the
- * engine refuses to start when it has none); work and home live on the same size-capped volume as
+ * engine refuses to start when it has none; GPUs only up to what the node has, node-gpus.ts); work and home live on the same size-capped volume as
  * bwrap's, bound in (the container's own root layer is not capped), and output is counted here.
  */
 export function engineLimits(
@@ -57,7 +58,7 @@ export function engineLimits(
     memory_mb: ignored ?? true,
     pids: ignored ?? true,
     cpus: ignored ?? true,
-    gpus: true,
+    gpus: gpuSupport(spec.limits.gpus),
     disk_mb: diskVolumeSupport(),
     output_mb: true,
   };
