@@ -7,7 +7,7 @@ import type { ObjectStore } from "../shared/store/object-store.ts";
 import { resolveEvaluator } from "./evaluation/registry.ts";
 import { defaultCacheDir, installHarness } from "./harness/install.ts";
 import { pythonRuntimeDirs } from "./harness/install-python.ts";
-import { CLI_PRESETS, presetFor } from "./harness/registry.ts";
+import { harnessPresets, presetFor } from "./harness/registry.ts";
 import { RunnerMetrics } from "./metrics.ts";
 import { sendCompletionNotice } from "./pipeline/completion-notice.ts";
 import { sessionStages } from "./pipeline/session-stages.ts";
@@ -127,7 +127,7 @@ export async function startRunner(opts: RunnerOptions): Promise<Runner> {
           // The Python presets' venvs link to their base interpreters outside the cache.
           readOnlyBinds: [
             harnessCache,
-            ...pythonRuntimeDirs(Object.values(CLI_PRESETS).filter((p) => p.pipPackages)),
+            ...pythonRuntimeDirs(Object.values(harnessPresets).filter((p) => p.pipPackages)),
             ...(opts.runtimeOptions?.readOnlyBinds ?? []),
           ],
           hiddenPaths: denied,

@@ -55,7 +55,7 @@ export function planTurn(input: PlanInput): PlannedTurn {
   if (!parsed.ok) return { content: parsed.error, toolCalls: [] };
 
   const turns = scriptTurns(parsed.steps);
-  const index = input.messages.slice(found.at).filter((m) => m.role === "assistant").length;
+  const index = turnIndex(input.messages, found.at);
   if (asksForSummary(input.messages)) return { content: summaryOf(parsed.steps, index), toolCalls: [] };
   const turn = turns[index];
   if (!turn) return { content: SCRIPT_DONE_TEXT, toolCalls: [] };
@@ -88,6 +88,29 @@ export function planTurn(input: PlanInput): PlannedTurn {
     }
   }
   return planned;
+}
+
+/**
+ * Harnesses that send every step as a fresh conversation (a system prompt and one state message
+ * with their history as text in it: browser-use) have no assistant messages to count. They number
+ * the step in that message instead (1-based), and the policy takes the turn from there.
+ */
+const STEP_NUMBERS = [
+  // browser-use 0.13 (agent/prompts.py): "<step_info>Step3 maximum:20".
+  /<step_info>Step(\d+) maximum:/,
+];
+
+/** The turn to take: assistant messages since the script, else a step number the harness wrote. */
+function turnIndex(messages: readonly OpenAIChatMessageLike[], scriptAt: number): number {
+  const assistants = messages.slice(scriptAt).filter((m) => m.role === "assistant").length;
+  if (assistants > 0) return assistants;
+  const last = [...messages].reverse().find((m) => m.role === "user");
+  const text = last ? contentText(last.content) : "";
+  for (const pattern of STEP_NUMBERS) {
+    const step = pattern.exec(text);
+    if (step) return Math.max(0, Number(step[1]) - 1);
+  }
+  return 0;
 }
 
 /**

@@ -10,6 +10,7 @@ import { z } from "zod";
 import { RUNNER_DEFAULTS } from "../batch-runner/runner-defaults.ts";
 import { TaskRequest } from "../shared/schemas/task.ts";
 import {
+  BrowserUseSettings,
   CliSettings,
   EVALUATOR_CONFIGS,
   HARNESS_SETTINGS,
@@ -274,6 +275,23 @@ export const TABLES: Record<string, { schema: z.ZodType; fields: Record<string, 
         "Session title; given, OpenCode skips the extra model call that invents one. null restores that call.",
         "`null`",
       ],
+    },
+  },
+  "settings.browser_use": {
+    schema: BrowserUseSettings,
+    fields: {
+      extra_args: ["Arguments for the driver's Python interpreter.", '`["-X", "dev"]`'],
+      max_retries: ["Retries of a failed model call (ChatOpenAI's `max_retries`), 0..10.", "`0`"],
+      config: [
+        "Deep-merged over the driver's settings: `agent` (browser-use `Agent` arguments, e.g. `max_steps`), `llm` (`ChatOpenAI` fields), `browser` (`BrowserProfile` fields), `chromium` (the binary).",
+        '`{"agent": {"max_steps": 5}}`',
+      ],
+      serve: [
+        "The task's web app: a command started with `sh -c` in the work dir, inside the session's sandbox, before the browser opens; stopped when the agent ends. `{{polar_root}}` and `{{work_dir}}` as for `shell`.",
+        '`"node {{polar_root}}/examples/computer-use/app/server.mjs --port 8765"`',
+      ],
+      start_url: ["The page the browser opens first; with `serve`, waited on until it answers.", '`"http://127.0.0.1:8765/"`'],
+      app_ready_seconds: ["How long the driver waits for `start_url` to answer.", "`60`"],
     },
   },
   "settings.shell": {

@@ -29,6 +29,21 @@ export const OpencodeSettings = CliSettings.extend({
 });
 export type OpencodeSettings = z.infer<typeof OpencodeSettings>;
 
+/** The `browser_use` harness: a computer-use agent in a headless Chromium (docs/computer-use.md). */
+export const BrowserUseSettings = CliSettings.extend({
+  /**
+   * The task's web app: a shell command the driver starts in the work dir, inside the session's
+   * sandbox, before the browser opens, and stops when the agent ends (`{{polar_root}}` and
+   * `{{work_dir}}` are filled in as for the shell harness).
+   */
+  serve: z.string().regex(/\S/, "serve: a command line").optional(),
+  /** The page the browser opens first; with `serve`, waited on until it answers. */
+  start_url: z.url({ protocol: /^https?$/, error: "start_url: an http:// or https:// URL" }).optional(),
+  /** How long the driver waits for `start_url` to answer before it gives up. */
+  app_ready_seconds: z.number().positive().max(600).default(30),
+});
+export type BrowserUseSettings = z.infer<typeof BrowserUseSettings>;
+
 /** The `shell` harness: a team's own agent as a command line (placeholders: see docs/tasks.md). */
 export const ShellSettings = z.strictObject({
   command: z
@@ -53,6 +68,7 @@ export const HARNESS_SETTINGS = {
   openhands_sdk: CliSettings,
   openclaw: CliSettings,
   cline: CliSettings,
+  browser_use: BrowserUseSettings,
   shell: ShellSettings,
 } as const satisfies Record<(typeof HARNESSES)[number], z.ZodType>;
 

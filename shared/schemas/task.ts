@@ -18,6 +18,7 @@ export const HARNESSES = [
   "openhands_sdk",
   "openclaw",
   "cline",
+  "browser_use",
   "shell",
 ] as const;
 export const Harness = z.enum(HARNESSES);
