@@ -1,3 +1,4 @@
+import { engineImages } from "../../shared/images/image-refs.ts";
 import type { Trace } from "../../shared/schemas/trajectory.ts";
 import type { EndOfTurnCounts } from "./end-of-turn.ts";
 import { type TurnFacts, turnFacts } from "./turn-facts.ts";
@@ -83,6 +84,7 @@ export function chainToTrace(
     ...UNBROKEN,
     version_spans: facts.version_spans,
     crossed_weight_update: facts.crossed_weight_update,
+    image_hashes: engineImages(last.capture).map((r) => r.sha256),
   };
 }
 

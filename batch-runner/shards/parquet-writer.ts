@@ -44,6 +44,7 @@ const columns: SchemaElement[] = [
   { name: "version_spans", repetition_type: required, ...utf8 },
   { name: "parent_tool_call_id", repetition_type: optional, ...utf8 },
   { name: "step_rewards", repetition_type: optional, ...utf8 },
+  ...list("image_hashes", utf8, false),
 ];
 
 const COLUMN_NAMES = [
@@ -71,6 +72,7 @@ const COLUMN_NAMES = [
   "version_spans",
   "parent_tool_call_id",
   "step_rewards",
+  "image_hashes",
 ] as const satisfies readonly (keyof ShardRow)[];
 
 export const SHARD_SCHEMA: SchemaElement[] = [

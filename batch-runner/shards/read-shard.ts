@@ -13,6 +13,7 @@ const COLUMN_DEFAULTS = {
   version_spans: "[]",
   parent_tool_call_id: null,
   step_rewards: null,
+  image_hashes: [] as string[],
 } as const satisfies Partial<ShardRow>;
 
 /** Reads a Parquet shard back into rows (for `polar inspect` and tests); older shards get the newer columns' defaults. */

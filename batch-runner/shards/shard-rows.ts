@@ -33,6 +33,8 @@ export interface ShardRow {
   version_spans: string;
   /** JSON text: `[{start, end, reward}]`, the evaluator's per-turn process rewards; null when it gave none. */
   step_rewards: string | null;
+  /** SHA-256 of each image the trace's tokens hold, in engine order; each is `blobs/sha256/{hash}` in the store. */
+  image_hashes: string[];
 }
 
 /**
@@ -80,6 +82,7 @@ export function shardRows(results: readonly SessionResult[]): ShardRow[] {
         capture_gaps: t.capture_gaps,
         version_spans: canonicalJson(t.version_spans),
         step_rewards: t.step_rewards === null ? null : canonicalJson(t.step_rewards),
+        image_hashes: t.image_hashes,
       });
     });
   }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { SHA256_HEX } from "../images/image-refs.ts";
 import { Id, JsonObject, Logprobs, TokenIds } from "./common.ts";
 
 /** Why prefix merging started a new chain (docs/reconstruction.md, "Chain breaks"). */
@@ -70,6 +71,12 @@ export const Trace = z.object({
   capture_gaps: z.number().int().nonnegative().default(0),
   /** Per-turn process rewards beside `reward` (docs/evaluation-and-sft.md); null when the evaluator gave none. */
   step_rewards: z.array(StepReward).nullable().default(null),
+  /**
+   * SHA-256 of each image in the trace's token sequence, in the order the engine saw them (the
+   * last turn's request holds them all; repeats kept, each has its own placeholder tokens). The
+   * bytes are at `blobs/sha256/{hash}` in the store (docs/computer-use.md).
+   */
+  image_hashes: z.array(z.string().regex(SHA256_HEX)).default([]),
 });
 export type Trace = z.infer<typeof Trace>;
 

@@ -37,9 +37,9 @@ export function makePng(
 
 /** A distinct "screenshot" per seed: noisy enough that gzip cannot make copies of it vanish. */
 export function screenshotPng(seed: number, width = 64, height = 48): Uint8Array {
-  let s = seed * 2654435761 + 1;
+  let s = (Math.imul(seed, 2654435761) + 1) >>> 0;
   const next = () => {
-    s = (s * 1103515245 + 12345) >>> 0;
+    s = (Math.imul(s, 1103515245) + 12345) >>> 0;
     return (s >>> 16) & 0xff;
   };
   return makePng(width, height, () => [next(), next(), next()]);

@@ -58,6 +58,7 @@ function chatRow(prompt: string, turns: [string, string][]): ShardRow {
     capture_gaps: 0,
     version_spans: JSON.stringify(spans),
     step_rewards: null,
+    image_hashes: [],
   };
 }
 

@@ -276,7 +276,6 @@ describe("step_rewards column", () => {
     expect(JSON.parse(rows[0].step_rewards ?? "null")).toEqual(spans);
     expect(rows[1].step_rewards).toBeNull();
     const bytes = encodeShardParquet(rows);
-    expect(SHARD_SCHEMA.at(-1)?.name).toBe("step_rewards");
     expect(await readShardParquet(bytes)).toEqual(expected(rows));
     const { types, rows: arrow } = readWithArrow(bytes);
     expect(types.step_rewards).toBe("Utf8");
@@ -286,15 +285,47 @@ describe("step_rewards column", () => {
 
   it("reads null from a shard written before the column", async () => {
     const rows = shardRows(results());
-    const names = SHARD_SCHEMA.slice(1, -1)
-      .map((e) => e.name)
-      .filter((n) => n !== "list" && n !== "element") as (keyof ShardRow)[];
-    const old = parquetWriteBuffer({
-      columnData: names.map((name) => ({ name, data: rows.map((r) => r[name]) })),
-      schema: [{ name: "root", num_children: names.length }, ...SHARD_SCHEMA.slice(1, -1)],
-    });
-    const read = await readShardParquet(new Uint8Array(old));
+    const read = await readShardParquet(shardBefore("step_rewards", rows));
     expect(read.map((r) => r.step_rewards)).toEqual(rows.map(() => null));
     expect(read.map((r) => r.session_id)).toEqual(rows.map((r) => r.session_id));
   });
 });
+
+describe("image_hashes column", () => {
+  const H = ["a".repeat(64), "b".repeat(64)];
+  it("carries each trace's image hashes in order (both readers, Arrow as list<utf8>)", async () => {
+    const all = results();
+    const traces = all[0].trajectory.traces;
+    traces[0] = { ...traces[0], image_hashes: [H[1], H[0], H[1]] };
+    const rows = shardRows(all);
+    expect(rows.map((r) => r.image_hashes.length).sort()).toEqual([...rows.map(() => 0).slice(1), 3]);
+    expect(rows.find((r) => r.image_hashes.length > 0)?.image_hashes).toEqual([H[1], H[0], H[1]]);
+    const bytes = encodeShardParquet(rows);
+    expect(await readShardParquet(bytes)).toEqual(expected(rows));
+    const { types, rows: arrow } = readWithArrow(bytes);
+    expect(types.image_hashes).toBe("List<Utf8>");
+    expect(arrow.map((r) => r.image_hashes)).toEqual(rows.map((r) => r.image_hashes));
+    expect(readShardJsonl(encodeShardJsonl(rows))).toEqual(rows);
+  });
+
+  it("reads [] from a shard written before the column", async () => {
+    const rows = shardRows(results());
+    const read = await readShardParquet(shardBefore("image_hashes", rows));
+    expect(read.map((r) => r.image_hashes)).toEqual(rows.map(() => []));
+  });
+});
+
+/** The shard as written before `column` and every column after it existed. */
+function shardBefore(column: keyof ShardRow, rows: ShardRow[]): Uint8Array {
+  const cut = SHARD_SCHEMA.findIndex((e) => e.name === column);
+  const schema = SHARD_SCHEMA.slice(1, cut);
+  const names = schema
+    .map((e) => e.name)
+    .filter((n) => n !== "list" && n !== "element") as (keyof ShardRow)[];
+  return new Uint8Array(
+    parquetWriteBuffer({
+      columnData: names.map((name) => ({ name, data: rows.map((r) => r[name]) })),
+      schema: [{ name: "root", num_children: names.length }, ...schema],
+    }),
+  );
+}

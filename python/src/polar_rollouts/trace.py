@@ -72,6 +72,8 @@ class Trace:
     policy_version_end: str | None = None
     # Per-turn process rewards beside ``reward`` (None: the evaluator gave none, or an older shard).
     step_rewards: list[StepReward] | None = None
+    # SHA-256 of each image in the token sequence, engine order (``polar_rollouts.images`` reads them).
+    image_hashes: list[str] = field(default_factory=list)
 
     @property
     def input_ids(self) -> npt.NDArray[np.int64]:
@@ -171,6 +173,7 @@ def _faithfulness_fields(row: Mapping[str, Any]) -> dict[str, Any]:
         ],
         "policy_version_end": row.get("policy_version_end"),
         "step_rewards": _step_rewards(row.get("step_rewards")),
+        "image_hashes": [str(h) for h in (row.get("image_hashes") or [])],
     }
 
 

@@ -13,6 +13,7 @@ from types import ModuleType
 #: installed apart: its own pins would replace torch and transformers (docs/trainers.md).
 INSTALL_HINTS = {
     "trl": "pip install './python[trl]'",
+    "images": "pip install './python[images]'",
     "torch": "pip install './python[torch]'",
     "verl": "pip install './python[torch,verl]', then pip install --no-deps verl==0.9.1 (docs/trainers.md)",
 }

@@ -17,12 +17,15 @@ turns into ``labels``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ..groups import grpo_advantages
+from ..images import traces_images
+from ..store import Store
 from ..trace import Trace
 from .behaviour_logprobs import RawLogprobs, behaviour_logprobs
 from .rewards import require_rewards
@@ -43,16 +46,22 @@ def _flags(t: Trace) -> dict[str, Any]:
 
 
 def to_hf_rows(
-    traces: Sequence[Trace], *, sampling_logprobs: bool = True, raw_logprobs: RawLogprobs = "refuse"
+    traces: Sequence[Trace],
+    *,
+    sampling_logprobs: bool = True,
+    raw_logprobs: RawLogprobs = "refuse",
+    image_store: str | os.PathLike[str] | Store | None = None,
 ) -> list[dict[str, Any]]:
     """Per-sample GRPO columns: ``prompt_ids``, ``completion_ids``, ``tool_mask`` (Polar's
     ``loss_mask``), ``sampling_per_token_logps`` (the engine's; ``sampling_logprobs=False`` leaves
-    them out), ``advantages`` (Polar's session-rule GRPO advantage). A trace without a reward or
-    logprobs is refused by name."""
+    them out), ``advantages`` (Polar's session-rule GRPO advantage); when a trace has images
+    (read from ``image_store``), every row gets TRL's ``images`` column (PIL images, engine order;
+    ``[]`` for a row without). A trace without a reward or logprobs is refused by name."""
     require_rewards(traces)
     advantages = grpo_advantages(traces)
+    images = traces_images(traces, image_store, "to_hf_rows")
     rows = []
-    for t, a in zip(traces, advantages):
+    for i, (t, a) in enumerate(zip(traces, advantages)):
         r: dict[str, Any] = {
             "prompt_ids": t.prompt_ids.tolist(),
             "completion_ids": t.response_ids.tolist(),
@@ -60,6 +69,8 @@ def to_hf_rows(
         }
         if sampling_logprobs:
             r["sampling_per_token_logps"] = behaviour_logprobs(t, raw_logprobs=raw_logprobs).tolist()
+        if images is not None:
+            r["images"] = images[i]
         rows.append({**r, "advantages": float(a), **_flags(t)})
     return rows
 
@@ -76,14 +87,21 @@ def to_grpo_inputs(
     pad_token_id: int,
     sampling_logprobs: bool = True,
     raw_logprobs: RawLogprobs = "refuse",
+    image_store: str | os.PathLike[str] | Store | None = None,
+    image_processor: Any | None = None,
 ) -> dict[str, Any]:
     """The padded batch GRPOTrainer's loss reads: ``prompt_ids`` / ``prompt_mask`` (left-padded),
     ``completion_ids`` / ``completion_mask`` (right-padded; the mask is attention: 1 on every real
     token), ``tool_mask`` (the loss mask; 1 on padding, as TRL pads it), ``advantages``,
-    ``sampling_per_token_logps`` and ``num_items_in_batch`` (trainable tokens, as TRL counts them)."""
+    ``sampling_per_token_logps`` and ``num_items_in_batch`` (trainable tokens, as TRL counts them).
+    With images, ``num_images`` per row and, from ``image_processor`` (the processing class's
+    ``image_processor``) over the batch's images in order, its fields (``pixel_values``,
+    ``image_grid_thw``, ...), flattened over images as ``_generate_and_score_completions`` returns them."""
     import torch
 
-    rows = to_hf_rows(traces, sampling_logprobs=sampling_logprobs, raw_logprobs=raw_logprobs)
+    rows = to_hf_rows(
+        traces, sampling_logprobs=sampling_logprobs, raw_logprobs=raw_logprobs, image_store=image_store
+    )
     n = len(rows)
     p_len = max(len(r["prompt_ids"]) for r in rows)
     c_len = max(len(r["completion_ids"]) for r in rows)
@@ -113,6 +131,11 @@ def to_grpo_inputs(
     }
     if sampling_logprobs:
         inputs["sampling_per_token_logps"] = sampling
+    if "images" in rows[0]:
+        inputs["num_images"] = [len(r["images"]) for r in rows]
+        flat = [img for r in rows for img in r["images"]]
+        if image_processor is not None and flat:
+            inputs.update(dict(image_processor(images=flat, return_tensors="pt")))
     return inputs
 
 

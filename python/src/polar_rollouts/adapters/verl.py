@@ -8,11 +8,14 @@ reads), and GRPO groups rows by ``uid``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from ..images import traces_images
+from ..store import Store
 from ..trace import Trace
 from .behaviour_logprobs import RawLogprobs, behaviour_logprobs
 from .optional_imports import import_extra
@@ -46,6 +49,8 @@ def to_verl_tensors(
     raw_logprobs: RawLogprobs = "refuse",
     logprobs_as_old_log_probs: bool = False,
     step_rewards: bool = False,
+    image_store: str | os.PathLike[str] | Store | None = None,
+    image_processor: Any | None = None,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, Any]]:
     """(tensors, non_tensors, meta_info) for ``DataProto.from_dict``.
 
@@ -60,7 +65,12 @@ def to_verl_tensors(
     ``logprobs_as_old_log_probs`` they are also ``old_log_probs`` (verl's bypass mode).
     Non-tensors: ``uid`` (a ``PolarUid``: the group for verl, the session for ``polar_grpo``),
     ``session_id``, ``trace_index``, ``status``, ``orphan``, ``crossed_weight_update``,
-    ``policy_version``. A trace without a reward (or without logprobs, when they are asked for)
+    ``policy_version``; for traces with images (``Trace.image_hashes``, read from ``image_store``)
+    also ``multi_modal_data`` (``{"images": [PIL images]}`` per row, the agent loop's
+    ``AgentLoopOutput.multi_modal_data``) and, with ``image_processor`` (the model processor's
+    ``image_processor``), ``multi_modal_inputs`` (its ``pixel_values``, ``image_grid_thw`` and
+    ``images_seqlens`` per row, as verl's ``_compute_multi_modal_inputs`` builds them; ``{}`` for a
+    row without images). A trace without a reward (or without logprobs, when they are asked for)
     is refused by name; a trace longer than a limit is refused, not cut.
     """
     torch = import_extra("torch", extra="torch", needed_by="to_verl_tensors")
@@ -125,7 +135,29 @@ def to_verl_tensors(
         "crossed_weight_update": np.array([t.crossed_weight_update for t in traces], dtype=object),
         "policy_version": np.array([t.policy_version for t in traces], dtype=object),
     }
+    images = traces_images(traces, image_store, "to_verl_tensors")
+    if images is not None:
+        non_tensors["multi_modal_data"] = _objects([{"images": imgs} if imgs else {} for imgs in images])
+        if image_processor is not None:
+            non_tensors["multi_modal_inputs"] = _objects(
+                [_processor_inputs(torch, image_processor, imgs) if imgs else {} for imgs in images]
+            )
     return tensors, non_tensors, {}
+
+
+def _objects(values: list[Any]) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def _processor_inputs(torch: Any, image_processor: Any, images: list[Any]) -> dict[str, Any]:
+    """One row's processor outputs as verl keeps them (``agent_loop.py`` ``_compute_multi_modal_inputs``)."""
+    inputs = dict(image_processor(images=images, return_tensors="pt"))
+    grid = inputs.get("image_grid_thw")
+    if grid is not None:
+        inputs["images_seqlens"] = torch.repeat_interleave(grid[:, 1] * grid[:, 2], grid[:, 0])
+    return inputs
 
 
 def to_data_proto(traces: Sequence[Trace], *, pad_token_id: int, **kwargs: Any) -> Any:
