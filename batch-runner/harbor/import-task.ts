@@ -14,6 +14,7 @@ import { skillsPrepare } from "./skills.ts";
 import { checkTaskDir, entryKind, listTaskFiles, readTaskFile, refuseLink } from "./task-files.ts";
 import { readSteps, stepsBudget } from "./task-steps.ts";
 import { checkTaskToml, networkWarnings, parseToml } from "./task-toml.ts";
+import { judgeRuntimeFields, verifierWarnings } from "./verifier-phase.ts";
 
 /**
  * One Harbor task directory (the Terminal-Bench 2.0 layout) -> a TaskRequest with the `harbor`
@@ -35,7 +36,7 @@ export interface ImportOptions {
 /** Top-level entries a task may hold beside the ones read; README and ignore files carry no behaviour. */
 const INERT = new Set(["README.md", ".gitignore", ".dockerignore"]);
 /** What a Harbor job keeps beside its tasks (`harbor run -c config.yaml`, its metric scripts): not the task's. */
-const JOB_FILES = new Set(["config.yaml", "metrics"]);
+export const JOB_FILES = new Set(["config.yaml", "metrics"]);
 /** The build-context files that are not the image's: side services are not started. */
 const COMPOSE = /(^|\/)(docker-)?compose\.ya?ml$/;
 const READ = new Set(["instruction.md", "task.toml", "environment", "tests", "solution", "steps"]);
@@ -90,7 +91,9 @@ export async function importHarborTask(dir: string, opts: ImportOptions): Promis
   const toml = checkTaskToml(parseToml(await textFile(dir, "task.toml"), dir));
   const multiStep = (toml.steps?.length ?? 0) > 0;
   if (!multiStep && (await entryKind(dir, "steps")) !== null)
-    throw new HarborTaskRefused("steps: task.toml declares no [[steps]], so Harbor would not run these steps");
+    throw new HarborTaskRefused(
+      "steps: task.toml declares no [[steps]], so Harbor would not run these steps",
+    );
   // A multi-step task's instructions are its steps'; a top-level one is not read (as in Harbor).
   const instruction = multiStep ? "" : await textFile(dir, "instruction.md");
   if (!multiStep && instruction.trim() === "")
@@ -163,6 +166,9 @@ export async function importHarborTask(dir: string, opts: ImportOptions): Promis
     stepped?.steps[0]?.instruction ?? rewritePaths(instruction, { [workdir]: "." }).trim();
   const hasSolution = (await entryKind(dir, "solution")) === "dir";
   warnings.push(...networkWarnings(toml, Object.values(tests)));
+  warnings.push(
+    ...verifierWarnings(toml, (await entryKind(dir, "environment/docker-compose.yaml")) === "file"),
+  );
   const inImage = build || prebuilt !== null;
   // Runner config the task asks for or its tests read is the agent's deliverable: let it reach the judge.
   const stepTexts = (stepped?.steps ?? []).flatMap((s) => [s.instruction, ...Object.values(s.tests)]);
@@ -200,6 +206,7 @@ export async function importHarborTask(dir: string, opts: ImportOptions): Promis
             }
           : {}),
       ...(inImage ? await composeServicesField(resolve(dir)) : {}),
+      ...(inImage ? judgeRuntimeFields(toml) : {}),
       ...(skills.prepare ? { prepare: [skills.prepare] } : {}),
       env: { ...docker.env, ...(toml.environment?.env ?? {}) },
       limits: {

@@ -72,7 +72,7 @@ export const TaskToml = z.strictObject({
       timeout_sec: Seconds.optional(),
       env: Env.optional(),
       // "shared": the tests see what the agent left, which is what Polar's judge gets.
-      environment_mode: z.literal("shared").optional(),
+      environment_mode: z.enum(["shared", "separate"]).optional(),
       collect: Empty,
       network_mode: Network,
     })
@@ -118,8 +118,6 @@ export const UNSUPPORTED: Record<string, string> = {
   "agent.network_mode": NO_NETWORK,
   "agent.allowed_hosts": NO_NETWORK,
   "verifier.user": "the tests always run as the sandbox's unprivileged user",
-  "verifier.environment_mode":
-    "a separate verifier environment is not built (the tests run in a fresh runtime built like the agent's)",
   "verifier.environment": "a separate verifier image is not built",
   "verifier.collect": "nothing is collected from services",
   "verifier.network_mode": NO_NETWORK,
@@ -131,7 +129,6 @@ function isUnset(path: string, value: unknown): boolean {
   if (value === null || value === undefined) return true;
   if (Array.isArray(value) && value.length === 0) return true;
   if (path === "environment.os") return value === "linux";
-  if (path === "verifier.environment_mode") return value === "shared";
   if (path.endsWith(".network_mode")) return value === "public" || value === "no-network";
   return false;
 }
@@ -150,7 +147,10 @@ export function networkWarnings(toml: TaskToml, tests: string[] = []): string[] 
   ] as const;
   const warnings = asked
     .filter(([, yes]) => yes)
-    .map(([path]) => `task.toml: ${path} asks for the internet; the sandbox has none (only the model proxy)`);
+    .map(
+      ([path]) =>
+        `task.toml: ${path} asks for the internet; the sandbox has none (only the model proxy); its verifier gets the container engine's network only on a runner started with --allow-verifier-network`,
+    );
   const unset =
     toml.environment?.network_mode === undefined &&
     (toml.environment?.allow_internet ?? null) === null &&
@@ -158,7 +158,7 @@ export function networkWarnings(toml: TaskToml, tests: string[] = []): string[] 
   const installs = tests.map((t) => INSTALLS.exec(t)?.[0]).find((m) => m !== undefined);
   if (unset && installs !== undefined)
     warnings.push(
-      `task.toml: no network setting (Harbor's default is the internet) and the tests download tools (${JSON.stringify(installs.trim())}); the sandbox has none, so they fail there and even a solved task scores 0 unless the image already holds them`,
+      `task.toml: no network setting (Harbor's default is the internet) and the tests download tools (${JSON.stringify(installs.trim())}); the sandbox has none, so they fail there and even a solved task scores 0 unless the image already holds them or the runner runs with --allow-verifier-network`,
     );
   return warnings;
 }

@@ -85,8 +85,14 @@ export class DockerRuntime extends BridgedRuntime {
   }
 
   async start(): Promise<void> {
-    const owned = this.services?.containers ?? [];
-    await recordContainer(this.dirs.root, [...this.cli, "rm", "-f", this.containerName, ...owned]);
+    // With services: on podman, removing their holder removes the agent's container too (it joins it).
+    const removal = this.services?.removeArgs() ?? ["rm", "-f"];
+    await recordContainer(this.dirs.root, [
+      ...this.cli,
+      ...(this.engine.kind === "podman" && this.services
+        ? removal
+        : ["rm", "-f", this.containerName, ...removal.slice(2)]),
+    ]);
     if (this.services) {
       // Healthy before the agent's container exists, so before the harness can start.
       this.net = await this.services.start({

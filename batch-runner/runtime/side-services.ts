@@ -245,6 +245,21 @@ export class SideServices {
 
   /** Removes every service and the holder; idempotent, never throws. */
   async stop(): Promise<void> {
-    await this.run(["rm", "-f", "-t", "0", ...[...this.names].reverse()], 120_000).catch(() => null);
+    await this.run(this.removeArgs(), 120_000).catch(() => null);
+    // Docker has no --depend: the services first, then the holder they joined.
+    if (this.engine.kind === "docker")
+      await this.run(["rm", "-f", this.names[0] as string]).catch(() => null);
+  }
+
+  /**
+   * What removes the services (and anything still joined to their loopback: the agent's container,
+   * a judge). Podman refuses to remove a holder others join, even in the same `rm`, unless told
+   * `--depend`; it is also what the reaper runs after a crash (container-record.ts).
+   */
+  removeArgs(): string[] {
+    const [holder, ...services] = this.names;
+    return this.engine.kind === "podman"
+      ? ["rm", "-f", "-t", "0", "--depend", holder as string]
+      : ["rm", "-f", ...services, holder as string];
   }
 }

@@ -125,3 +125,25 @@ describe("judgeSpecOf", () => {
     expect(judgeSpecOf({ services: [], judge_network: true }, "s1", false)).toEqual({ services: [] });
   });
 });
+
+describe("import-harbor: side services and the verifier phase", () => {
+  it("attaches the compose services; a separate verifier and the network asked are recorded", async () => {
+    const { importHarborTask } = await import("../../batch-runner/harbor/import-task.ts");
+    const t = await task(API);
+    await writeFile(join(t, "environment", "Dockerfile"), "FROM x\nWORKDIR /app\n");
+    await writeFile(join(t, "instruction.md"), "Ask the api.\n");
+    await mkdir(join(t, "tests"));
+    await writeFile(join(t, "tests", "test.sh"), "echo 1 > /logs/verifier/reward.txt\n");
+    await writeFile(join(t, "task.toml"), '[verifier]\nenvironment_mode = "separate"\n');
+    const { task: sep } = await importHarborTask(t, { agent: { harness: "pi" } });
+    const runtime = sep.runtime as Record<string, unknown>;
+    expect((runtime.services as { name: string }[]).map((s) => s.name)).toEqual(["api"]);
+    expect(runtime.judge_services).toBe("separate");
+    expect(runtime.judge_network).toBe(true);
+    await writeFile(join(t, "task.toml"), '[environment]\nnetwork_mode = "no-network"\n');
+    const { task: shared, warnings } = await importHarborTask(t, { agent: { harness: "pi" } });
+    expect(shared.runtime).not.toHaveProperty("judge_services");
+    expect(shared.runtime).not.toHaveProperty("judge_network");
+    expect(warnings).toEqual([]);
+  });
+});

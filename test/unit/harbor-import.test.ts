@@ -228,8 +228,8 @@ describe("importHarborTask", () => {
     ],
     [{ "steps/one/instruction.md": "x\n" }, /^steps: task.toml declares no \[\[steps\]\]/],
     [
-      { "task.toml": 'verifier.environment_mode = "separate"\n' },
-      /^task.toml: verifier.environment_mode = "separate": a separate verifier environment/,
+      { "task.toml": 'verifier.environment = { docker_image = "judge:1" }\n' },
+      /^task.toml: verifier.environment = .*a separate verifier image is not built/,
     ],
     [
       { "task.toml": 'environment.network_mode = "allowlist"\n' },
@@ -253,9 +253,112 @@ describe("importHarborTask", () => {
     const dir = await taskDir({ "task.toml": 'environment.network_mode = "public"\n' });
     const { task, warnings } = await importHarborTask(dir, { agent });
     expect(warnings).toEqual([
-      "task.toml: environment.network_mode asks for the internet; the sandbox has none (only the model proxy)",
+      "task.toml: environment.network_mode asks for the internet; the sandbox has none (only the model proxy); its verifier gets the container engine's network only on a runner started with --allow-verifier-network",
     ]);
     expect((task.metadata as { harbor: { warnings: string[] } }).harbor.warnings).toEqual(warnings);
+  });
+});
+
+const FEATURES = join(ROOT, "test", "fixtures", "harbor-features");
+
+describe("task.toml features Harbor runs (test/fixtures/harbor-features)", () => {
+  it("maps [[steps]] to one session's steps: instructions, tests over the task's, workdir files, setup, gates", async () => {
+    const { task } = await importHarborTask(join(FEATURES, "step-notes"), { agent });
+    expect(validateTask(task).ok).toBe(true);
+    const cfg = (task.evaluator as { config: Record<string, unknown> }).config;
+    const steps = cfg.steps as Record<string, unknown>[];
+    expect(steps.map((s) => s.name)).toEqual(["create", "append"]);
+    expect(task.instruction).toBe("Create ./notes.txt whose only line is the line in ./header.txt.");
+    expect(cfg.tests).toEqual({ "helpers.sh": expect.stringContaining("pass()") });
+    expect(cfg.step_reward_strategy).toBe("mean");
+    expect(steps[0]).toMatchObject({ min_reward: 1, agent_timeout_seconds: 120, setup: false, files: {} });
+    expect(steps[1]).toMatchObject({
+      setup: true,
+      env: { EXPECTED_LAST: "second line" },
+      timeout_seconds: 60,
+      healthcheck: { command: "test -s ./notes.txt", interval_sec: 1, timeout_sec: 5, retries: 2 },
+      artifacts: ["extra.txt"],
+    });
+    const files = steps[1]?.files as Record<string, string>;
+    expect(files["extra.txt"]).toBe("second line   \n");
+    // setup.sh runs in the agent's sandbox: WORKDIR is its work dir, /logs the judge's dir under HOME.
+    expect(files["setup.sh"]).toContain("sed -i 's/[[:space:]]*$//' ./extra.txt");
+    expect(task.artifacts).toEqual(["notes.txt"]);
+    // Both steps' agent and test time: the session runs them all.
+    expect(task.timeout_seconds).toBe(360);
+    expect((task.runtime as { image: string }).image).toBe(
+      `build:timeout=300:${join(FEATURES, "step-notes", "environment")}`,
+    );
+  });
+
+  it("reads skills_dir, `version` and a Dockerfile with COPY and RUN from its context", async () => {
+    const { task, warnings } = await importHarborTask(join(FEATURES, "skill-stamp"), {
+      agent: { harness: "pi" },
+    });
+    expect(validateTask(task).ok).toBe(true);
+    expect(warnings.filter((w) => w.includes("skills"))).toEqual([]);
+    expect((task.runtime as { prepare: string[] }).prepare).toEqual([
+      `if [ -d '/opt/skills' ]; then mkdir -p "$HOME/.agents/skills" && cp -R '/opt/skills/.' "$HOME/.agents/skills/"; fi`,
+    ]);
+    expect((task.metadata as { harbor: { schema_version: string } }).harbor.schema_version).toBe("1.0");
+  });
+
+  it("gives environment.mcp_servers to the agent (agent.mcp_servers), refused where the harness has no MCP config", async () => {
+    const dir = await taskDir({
+      "task.toml": `${TASK["task.toml"]}mcp_servers = [{ name = "notes", transport = "http", url = "http://notes:8000/mcp" }, { name = "local", transport = "stdio", command = "notes-mcp", args = ["--ro"] }]\n`,
+    });
+    const { task } = await importHarborTask(dir, { agent: { harness: "claude_code" } });
+    expect((task.agent as { mcp_servers: unknown }).mcp_servers).toEqual([
+      { name: "notes", transport: "streamable-http", url: "http://notes:8000/mcp" },
+      { name: "local", transport: "stdio", command: "notes-mcp", args: ["--ro"] },
+    ]);
+    expect(validateTask(task).ok).toBe(true);
+    const shell = await importHarborTask(dir, { agent });
+    const check = validateTask(shell.task);
+    expect(check.ok).toBe(false);
+    expect(check.ok ? "" : check.problems.join("; ")).toMatch(
+      /agent.mcp_servers: harness "shell" cannot take MCP servers/,
+    );
+  });
+
+  it("keeps artifacts under the WORKDIR (the short form and ArtifactConfig), warning on what is not applied", async () => {
+    const dir = await taskDir({
+      "task.toml": `artifacts = ["/app/out/", { source = "/app/report.json", destination = "r.json" }, "logs/run.log"]\n`,
+    });
+    const { task, warnings } = await importHarborTask(dir, { agent });
+    expect(task.artifacts).toEqual(["out", "report.json", "logs/run.log"]);
+    expect(warnings).toContain(
+      'task.toml: artifacts: "/app/report.json": kept under its work-dir path, not at destination "r.json"',
+    );
+  });
+
+  it("imports the collection beside a job's config.yaml and metrics/ (dry run, exit 0)", () => {
+    const res = spawnSync(process.execPath, ["bin/polar.js", "import-harbor", "--dry-run", FEATURES], {
+      cwd: ROOT,
+      encoding: "utf8",
+    });
+    expect(res.stdout).toContain("2 of 2 tasks import");
+    expect(res.status, res.stderr).toBe(0);
+  });
+
+  const harbor = harborPython();
+  it.skipIf(harbor.problem !== null)("are tasks Harbor itself loads (its Task model, steps included)", () => {
+    if (harbor.problem !== null) return;
+    const code = [
+      "import sys",
+      "from pathlib import Path",
+      "from harbor.models.task.task import Task",
+      "for d in sys.argv[1:]:",
+      "    t = Task(Path(d))",
+      "    print(Path(d).name, len(t.config.steps or []), t.config.environment.skills_dir, len(t.config.artifacts))",
+    ].join("\n");
+    const res = spawnSync(
+      harbor.python,
+      ["-c", code, join(FEATURES, "skill-stamp"), join(FEATURES, "step-notes")],
+      { encoding: "utf8" },
+    );
+    expect(res.status, res.stderr).toBe(0);
+    expect(res.stdout.trim().split("\n")).toEqual(["skill-stamp 0 /opt/skills 0", "step-notes 2 None 1"]);
   });
 });
 
@@ -298,7 +401,7 @@ describe("Harbor's own tasks", () => {
       const { task, warnings } = await importHarborTask(dir, { agent, noBuild: true });
       expect(validateTask(task).ok).toBe(true);
       expect(warnings).toEqual([
-        "task.toml: environment.network_mode asks for the internet; the sandbox has none (only the model proxy)",
+        "task.toml: environment.network_mode asks for the internet; the sandbox has none (only the model proxy); its verifier gets the container engine's network only on a runner started with --allow-verifier-network",
       ]);
       expect(task.instruction).toBe("Write hi to ./out.txt");
     },
@@ -439,8 +542,12 @@ describe("polar import-harbor", () => {
     expect(res.status).toBe(1);
     expect(res.stdout).toContain(`imported  ${join(collection, "good-a")}`);
     expect(res.stdout).toContain(`imported  ${join(collection, "good-b")}`);
-    expect(res.stdout).toMatch(/refused {3}1 {2}tests\/Dockerfile: a separate verifier image .*\n {10}bad-verifier\n/);
-    expect(res.stdout).toMatch(/refused {3}1 {2}steps: task.toml declares no \[\[steps\]\].*\n {10}bad-steps\n/);
+    expect(res.stdout).toMatch(
+      /refused {3}1 {2}tests\/Dockerfile: a separate verifier image .*\n {10}bad-verifier\n/,
+    );
+    expect(res.stdout).toMatch(
+      /refused {3}1 {2}steps: task.toml declares no \[\[steps\]\].*\n {10}bad-steps\n/,
+    );
     expect(res.stdout).toContain("2 of 4 tasks import");
     expect(res.stderr).toContain(`${join(collection, "bad-verifier")}: refused:`);
     expect(res.stderr).toContain(`${join(collection, "bad-steps")}: refused:`);

@@ -1,0 +1,264 @@
+import { spawn, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { createServer, type Server } from "node:net";
+import { networkInterfaces, tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { installHarness } from "../../batch-runner/harness/install.ts";
+import { CLI_PRESETS } from "../../batch-runner/harness/registry.ts";
+import { dockerRuntimeFactory } from "../../batch-runner/runtime/docker.ts";
+import type { Runtime } from "../../batch-runner/runtime/runtime.ts";
+import { DirectoryStore } from "../../shared/node/directory-store.ts";
+import type { SideService } from "../../shared/schemas/side-service.ts";
+import type { SessionResult } from "../../shared/schemas/trajectory.ts";
+import { podmanLane } from "../support/podman.ts";
+import { readTaskResults } from "../support/runner-stack.ts";
+import { POLAR } from "./polar-run-process.ts";
+
+/*
+ * Harbor side services on podman. The fixture task (test/fixtures/harbor-services/kv-store) declares
+ * a key-value service in its docker-compose.yaml, built from its own Dockerfile (`FROM perl:5-slim`,
+ * mapped by POLAR_BASE_IMAGES to an image this test makes from the host's perl) with a healthcheck.
+ * The agent must PUT a value into it, and the tests read it back through the service, so the solved
+ * variant scores 1 only when the judge reaches the very service the agent wrote to (Harbor's shared
+ * verifier); the idle one scores 0. A copy whose healthcheck never passes ends ERROR at INIT with
+ * the reason and the service's log. And the isolation: on the services' loopback the agent reaches
+ * `kv` by name, but not a server on the host's 127.0.0.1, the host's own addresses, or the engine's
+ * bridge gateway.
+ */
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const FIXTURES = join(ROOT, "test", "fixtures", "harbor-services");
+const lane = await podmanLane();
+if (!lane.ok) console.warn(`harbor-services-podman: skipped: ${lane.reason}`);
+const PERL_IMAGE = "localhost/polar-test-perl:fixture";
+
+/** The lane's image plus the host's perl-base: enough for the fixture's kv.pl. */
+async function buildPerlImage(dir: string, base: string, cli: string[]): Promise<void> {
+  const ctx = join(dir, "perl-image");
+  const files = [
+    "/usr/bin/perl",
+    "/lib/x86_64-linux-gnu/libcrypt.so.1",
+    "/lib/x86_64-linux-gnu/libm.so.6",
+    "/usr/lib/x86_64-linux-gnu/perl-base",
+  ];
+  for (const f of files) {
+    const real = spawnSync("readlink", ["-f", f], { encoding: "utf8" }).stdout.trim();
+    const to = join(ctx, "root", f.replace(/^\/lib\//, "/usr/lib/"));
+    await mkdir(dirname(to), { recursive: true });
+    await cp(real, to, { recursive: true });
+  }
+  await writeFile(join(ctx, "Dockerfile"), `FROM ${base}\nCOPY root/ /\n`);
+  const made = spawnSync(cli[0] as string, [...cli.slice(1), "build", "-t", PERL_IMAGE, ctx], {
+    encoding: "utf8",
+    timeout: 180_000,
+  });
+  if (made.status !== 0) throw new Error(`building ${PERL_IMAGE}: ${made.stderr}`);
+}
+
+function polar(args: string[], env: NodeJS.ProcessEnv, timeoutMs: number) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((done, fail) => {
+    const child = spawn(process.execPath, [POLAR, ...args], {
+      cwd: ROOT,
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.stdout.on("data", (c) => (stdout += c));
+    child.stderr.on("data", (c) => (stderr += c));
+    child.on("error", fail);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      done({ code, stdout, stderr });
+    });
+  });
+}
+
+function script(lines: string[]): string {
+  return ["", "```polar-script", ...lines.map((l) => `shell: ${l}`), "say: done", "```"].join("\n");
+}
+
+describe.skipIf(!lane.ok)("Harbor side services on podman", () => {
+  let dir: string;
+  let env: NodeJS.ProcessEnv;
+  const nonce = randomBytes(6).toString("hex");
+
+  beforeAll(async () => {
+    if (!lane.ok) return;
+    dir = await mkdtemp(join(tmpdir(), "polar-harbor-services-"));
+    await buildPerlImage(dir, lane.image, lane.cli);
+    env = {
+      ...process.env,
+      POLAR_BASE_IMAGES: `debian:bookworm-slim=${lane.image},perl:5-slim=${PERL_IMAGE}`,
+      POLAR_BUILD_DIRS: dir,
+      POLAR_SESSIONS_DIR: join(dir, "sessions"),
+    };
+  }, 300_000);
+
+  afterAll(async () => {
+    if (!lane.ok) return;
+    spawnSync("podman", ["rmi", "-f", PERL_IMAGE]);
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  describe("isolation", () => {
+    let runtime: Runtime | null = null;
+    let host: Server;
+    let port = 0;
+    let hostConnections = 0;
+
+    beforeAll(async () => {
+      if (!lane.ok) return;
+      host = createServer((s) => {
+        hostConnections++;
+        s.end("HOST\n");
+      });
+      await new Promise<void>((r) => host.listen(0, "0.0.0.0", r));
+      port = (host.address() as { port: number }).port;
+      const kvDir = join(dir, "kv");
+      await cp(join(FIXTURES, "kv-store", "environment", "kv"), kvDir, { recursive: true });
+      const kv: SideService = {
+        name: "kv",
+        image: `build:${kvDir}`,
+        env: {},
+        depends_on: [],
+        limits: {},
+        healthcheck: {
+          test: ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/8080"],
+          interval_seconds: 1,
+          timeout_seconds: 5,
+          retries: 10,
+          start_period_seconds: 0,
+        },
+      };
+      const factory = dockerRuntimeFactory({
+        bin: "podman",
+        sessionsRoot: join(dir, "sessions"),
+        build: { baseImages: { "perl:5-slim": PERL_IMAGE }, buildDirs: [dir], timeoutMs: 300_000 },
+      });
+      runtime = await factory.create({
+        sessionId: `iso-${nonce}`,
+        image: lane.image,
+        env: {},
+        limits: {},
+        proxyUrl: "http://127.0.0.1:9",
+        services: [kv],
+      });
+    }, 300_000);
+
+    afterAll(async () => {
+      await runtime?.stop();
+      host?.close();
+    });
+
+    const probe = (target: string) =>
+      runtime?.exec(["bash", "-c", `exec 3<>/dev/tcp/${target} && echo CONNECTED`], { timeoutMs: 20_000 });
+
+    it("reaches the service by name", async () => {
+      const put = await runtime?.exec(
+        [
+          "bash",
+          "-c",
+          'exec 3<>/dev/tcp/kv/8080 && printf "PUT /k HTTP/1.0\\r\\nContent-Length: 1\\r\\n\\r\\nv" >&3 && head -n 1 <&3',
+        ],
+        { timeoutMs: 20_000 },
+      );
+      expect(put?.stdout, put?.stderr).toContain("204");
+    });
+
+    it("reaches neither the host's loopback, its addresses, nor the engine's gateway", async () => {
+      const hostAddrs = Object.values(networkInterfaces())
+        .flat()
+        .filter((a) => a && a.family === "IPv4" && !a.internal)
+        .map((a) => a?.address as string);
+      // podman's default bridge gateway and its host alias, besides the host's own addresses.
+      const targets = ["127.0.0.1", ...hostAddrs, "10.88.0.1", "192.0.2.2"].map((a) => `${a}/${port}`);
+      for (const t of targets) {
+        const res = await probe(t);
+        expect(res?.stdout, `${t}: ${res?.stderr}`).not.toContain("CONNECTED");
+      }
+      const ifaces = await runtime?.exec(["ls", "/sys/class/net"]);
+      expect(ifaces?.stdout.trim()).toBe("lo");
+      expect(hostConnections).toBe(0);
+    });
+  });
+
+  describe("a Harbor task with a side service, end to end", () => {
+    let run: { code: number | null; stdout: string; stderr: string };
+    const results: Record<string, SessionResult[]> = {};
+
+    beforeAll(async () => {
+      if (!lane.ok) return;
+      await installHarness(CLI_PRESETS.pi, { log: (line) => console.log(`[pi] ${line}`) });
+      const collection = join(dir, "collection");
+      await cp(FIXTURES, collection, { recursive: true });
+      // A copy whose healthcheck asks a port nothing listens on: never healthy.
+      const sick = join(collection, "kv-unhealthy");
+      await cp(join(collection, "kv-store"), sick, { recursive: true });
+      const compose = join(sick, "environment", "docker-compose.yaml");
+      await writeFile(
+        compose,
+        (await readFile(compose, "utf8"))
+          .replace("/dev/tcp/127.0.0.1/8080", `/dev/tcp/127.0.0.1/9 || echo SICK-${nonce} >&2; exit 1`)
+          .replace("retries: 10", "retries: 2"),
+      );
+      const imported = await polar(["import-harbor", collection, "--harness", "pi"], env, 60_000);
+      expect(imported.code, imported.stderr).toBe(0);
+      const byId = Object.fromEntries(
+        imported.stdout
+          .trim()
+          .split("\n")
+          .map((l) => JSON.parse(l))
+          .map((t) => [t.task_id, t]),
+      );
+      const solution = (await readFile(join(FIXTURES, "kv-store", "solution", "solve.sh"), "utf8"))
+        .split("\n")
+        .filter((l) => l.trim() !== "" && !l.startsWith("#"));
+      const { "kv-store": kv, "kv-unhealthy": sickTask } = byId;
+      const tasks = [
+        { ...kv, task_id: "kv-solved", instruction: kv.instruction + script(solution) },
+        { ...kv, task_id: "kv-idle", instruction: kv.instruction + script([]) },
+        { ...sickTask, instruction: sickTask.instruction + script(solution) },
+      ];
+      const tasksFile = join(dir, "tasks.jsonl");
+      await writeFile(tasksFile, `${tasks.map((t) => JSON.stringify(t)).join("\n")}\n`);
+      run = await polar(
+        ["run", tasksFile, "--out", join(dir, "out"), "--run", "3", "--docker-bin", "podman"],
+        env,
+        400_000,
+      );
+      const store = new DirectoryStore(join(dir, "out", "store"));
+      for (const id of ["kv-solved", "kv-idle", "kv-unhealthy"])
+        results[id] = await readTaskResults(store, id);
+    }, 520_000);
+
+    it("scores the solved variant 1 (the judge reads the agent's service) and the idle one 0", () => {
+      const out = `${run.stdout}\n${run.stderr}`;
+      const [solved] = results["kv-solved"] ?? [];
+      expect(solved?.status, `${solved?.error}\n${out}`).toBe("COMPLETED");
+      expect(solved?.reward, JSON.stringify(solved?.evaluation)).toBe(1);
+      const [idle] = results["kv-idle"] ?? [];
+      expect(idle?.status, `${idle?.error}\n${out}`).toBe("COMPLETED");
+      expect(idle?.reward, JSON.stringify(idle?.evaluation)).toBe(0);
+    });
+
+    it("ends a session whose service never becomes healthy ERROR at INIT, with the reason and its log", () => {
+      const [r] = results["kv-unhealthy"] ?? [];
+      expect(r?.status).toBe("ERROR");
+      expect(r?.error).toMatch(/side service kv never became healthy/);
+      expect(r?.error).toContain(`SICK-${nonce}`);
+      expect(r?.error).toContain("kv: listening on 8080");
+      expect(r?.agent ?? null).toBeNull();
+    });
+
+    it("leaves no container of the sessions behind (services and their network holders)", () => {
+      const ps = spawnSync("podman", ["ps", "-a", "--format", "{{.Names}}"], { encoding: "utf8" });
+      expect(ps.stdout.split("\n").filter((n) => /^polar-(kv-(solved|idle|unhealthy)|iso-)/.test(n))).toEqual(
+        [],
+      );
+    });
+  });
+});
