@@ -1,7 +1,7 @@
 import { lstat, readdir } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { HarborTaskRefused } from "../../batch-runner/harbor/harbor-refusal.ts";
-import { importHarborTask } from "../../batch-runner/harbor/import-task.ts";
+import { importHarborTask, JOB_FILES } from "../../batch-runner/harbor/import-task.ts";
 import { validateTask } from "../../shared/tasks/validate-task.ts";
 import { type Command, UsageError } from "../command.ts";
 import { parseFlags } from "../flags.ts";
@@ -44,8 +44,9 @@ with a warning when the tests download their tools: the sandbox has no internet.
 async function expand(dir: string): Promise<string[]> {
   if (await exists(join(dir, "task.toml"))) return [dir];
   const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+  // A job's own dirs beside its tasks (metrics/) are not tasks.
   const subdirs = entries
-    .filter((e) => e.isDirectory() && !e.name.startsWith("."))
+    .filter((e) => e.isDirectory() && !e.name.startsWith(".") && !JOB_FILES.has(e.name))
     .map((e) => join(dir, e.name));
   const tasks: string[] = [];
   for (const sub of subdirs) if (await exists(join(sub, "task.toml"))) tasks.push(sub);
