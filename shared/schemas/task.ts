@@ -71,7 +71,6 @@ export const RuntimeSpec = z.strictObject({
       output_mb: z.number().int().positive().optional(),
     })
     .default({}),
-});
   /** Containers started beside the agent's on a loopback only they share (docker backend; side-service.ts). */
   services: SideServices,
   /**
@@ -81,6 +80,7 @@ export const RuntimeSpec = z.strictObject({
   judge_services: z.enum(["shared", "separate"]).optional(),
   /** The judge asks for a network (Harbor's verifier phase): given only under `--allow-verifier-network`. */
   judge_network: z.boolean().optional(),
+});
 
 export const BUILDER_STRATEGIES = ["per_request", "prefix_merging"] as const;
 
