@@ -1,6 +1,9 @@
 import { type Context, Hono } from "hono";
 import { stateOf, taskMarkers } from "../../proxy-worker/control/task-status.ts";
 import { InvalidIdError, isValidId } from "../../shared/ids.ts";
+import { SHA256_HEX } from "../../shared/images/image-refs.ts";
+import { sniffImageType } from "../../shared/images/image-types.ts";
+import { keys } from "../../shared/keys.ts";
 import type { ObjectStore } from "../../shared/store/object-store.ts";
 import { type Asset, loadAssets } from "./static-assets.ts";
 import { StoreView, ViewError } from "./store-view.ts";
@@ -126,6 +129,24 @@ export function createViewerApp(opts: ViewerOptions): Hono {
         404,
       );
     return c.json(tracePayload(loaded, index, dec()));
+  });
+
+  /**
+   * One stored image (`blobs/sha256/{hash}`), served only when its bytes are one of the image types
+   * the proxy accepts, with that type: never as HTML or SVG, whatever a client sent.
+   */
+  app.get("/api/images/:hash", async (c) => {
+    const hash = c.req.param("hash");
+    if (!SHA256_HEX.test(hash))
+      return c.json({ error: "an image is named by its sha256 (64 hex digits)" }, 400);
+    const bytes = await view.object(keys.imageBlob(hash));
+    if (!bytes) return c.json({ error: `no image ${hash} in the store` }, 404);
+    const type = sniffImageType(bytes);
+    if (!type) return c.json({ error: `${keys.imageBlob(hash)} is not a PNG, JPEG, GIF or WebP image` }, 422);
+    return c.body(bytes as Uint8Array<ArrayBuffer>, 200, {
+      "content-type": type,
+      "content-security-policy": "default-src 'none'",
+    });
   });
 
   /** An artifact the session's result lists, as text (never rendered as HTML). */

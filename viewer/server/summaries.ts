@@ -1,3 +1,4 @@
+import { engineImages } from "../../shared/images/image-refs.ts";
 import type { CaptureRecord } from "../../shared/schemas/capture.ts";
 import type { BadResult, LoadedResult } from "./store-view.ts";
 
@@ -84,6 +85,7 @@ export function traceRow(l: LoadedResult, i: number) {
     finish_reason: t.finish_reason,
     policy_version: t.policy_version,
     captures: t.capture_ids.length,
+    images: t.image_hashes.length,
     ...e,
   };
 }
@@ -112,5 +114,7 @@ export function captureRow(c: CaptureRecord, l: LoadedResult | null) {
     sampling: c.sampling,
     error: c.error,
     trace: trace >= 0 ? trace : null,
+    /** The images the engine was given on this call, in order: the last is the turn's newest screenshot. */
+    images: engineImages(c).map((r) => r.sha256),
   };
 }

@@ -40,6 +40,8 @@ export interface TracePayload {
   finish_reason: string | null;
   policy_version: string | null;
   capture_ids: string[];
+  /** SHA-256 of each image in the trace's tokens, engine order (served at `api/images/{hash}`). */
+  images: string[];
   metadata: Record<string, unknown>;
   /** The stream is prompt_ids then response_ids; `prompt_len` tokens of prompt. */
   prompt_len: number;
@@ -71,6 +73,7 @@ export function tracePayload(loaded: LoadedResult, index: number, dec: TokenDeco
     finish_reason: trace.finish_reason,
     policy_version: trace.policy_version,
     capture_ids: trace.capture_ids,
+    images: trace.image_hashes,
     metadata: trace.metadata,
     prompt_len: trace.prompt_ids.length,
     ids,

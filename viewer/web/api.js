@@ -27,3 +27,4 @@ export function useApi(path) {
 
 export const enc = encodeURIComponent;
 export const sessionPath = (task, session) => `api/tasks/${enc(task)}/sessions/${enc(session)}`;
+export const imagePath = (hash) => `api/images/${enc(hash)}`;

@@ -1,6 +1,13 @@
-import { sessionPath, useApi } from "./api.js";
+import { imagePath, sessionPath, useApi } from "./api.js";
 import { Crumbs, Loading, ms, num, reward, Status, TraceFlags } from "./format.js";
 import { html } from "./html.js";
+
+/** The newest image a call sent (a computer-use turn's screenshot), and how many it sent in all. */
+function Screen({ hash, count }) {
+  return html`<a href=${imagePath(hash)} target="_blank" rel="noopener" title=${`${count} image(s) in this call; the last shown`}>
+    <img class="thumb" src=${imagePath(hash)} alt="screenshot" data-testid="capture-screen" data-hash=${hash} />
+  </a>${count > 1 ? html` <small>+${count - 1}</small>` : ""}`;
+}
 
 export function SessionPage({ task, session }) {
   const path = sessionPath(task, session);
@@ -51,7 +58,7 @@ export function SessionPage({ task, session }) {
     <section class="panel">
       <h3>Captures <small>in call order</small></h3>
       <table data-testid="captures">
-        <thead><tr><th>#</th><th>capture</th><th>started</th><th>latency</th><th>provider</th><th>model</th><th>prompt tok</th><th>completion tok</th><th>finish</th><th>policy version</th><th>trace</th></tr></thead>
+        <thead><tr><th>#</th><th>capture</th><th>started</th><th>latency</th><th>provider</th><th>model</th><th>prompt tok</th><th>completion tok</th><th>finish</th><th>policy version</th><th>trace</th><th>screen</th></tr></thead>
         <tbody>${data.captures.map((c, i) =>
           c.capture_id
             ? html`<tr data-testid="capture-row" class=${c.error ? "failed" : ""}>
@@ -63,8 +70,9 @@ export function SessionPage({ task, session }) {
             <td>${c.error ? html`<span class="badge err">${c.error.status}: ${c.error.message}</span>` : (c.finish_reason ?? "–")}</td>
             <td>${c.policy_version ?? "–"}${c.policy_version_end && c.policy_version_end !== c.policy_version ? html` → <b class="version">${c.policy_version_end}</b>` : ""}</td>
             <td>${c.trace != null ? html`<a href=${traceHref(c.trace)}>${c.trace}</a>` : html`<span class="muted">none</span>`}</td>
+            <td>${c.images.length > 0 ? html`<${Screen} hash=${c.images.at(-1)} count=${c.images.length} />` : ""}</td>
           </tr>`
-            : html`<tr class="failed"><td>${i + 1}</td><td colspan="10"><code>${c.key}</code>: ${c.error}</td></tr>`,
+            : html`<tr class="failed"><td>${i + 1}</td><td colspan="11"><code>${c.key}</code>: ${c.error}</td></tr>`,
         )}</tbody>
       </table>
     </section>

@@ -1,5 +1,5 @@
 import { useMemo, useState } from "preact/hooks";
-import { sessionPath, useApi } from "./api.js";
+import { imagePath, sessionPath, useApi } from "./api.js";
 import { Crumbs, Loading, num, reward, TraceFlags } from "./format.js";
 import { html } from "./html.js";
 import { buildRows, estimator, FOLDABLE, KIND_LABEL, markersOf } from "./trace-rows.js";
@@ -62,6 +62,7 @@ function TraceView({ t }) {
       ${t.extras.orphan && html`<p class="warn" data-testid="orphan">Orphan capture${t.extras.orphan_reason ? `: ${t.extras.orphan_reason}` : ""}. It extends no chain of this session.</p>`}
       ${t.extras.capture_gaps > 0 && html`<p class="warn" data-testid="gaps">${t.extras.capture_gaps} capture gap(s): calls missing between the captures of this chain.</p>`}
       ${t.break && html`<${BreakPanel} b=${t.break} base=${base} />`}
+      ${t.images.length > 0 && html`<${Images} hashes=${t.images} />`}
       <div class="toolbar">
         <label><input type="checkbox" checked=${shade} onChange=${(e) => setShade(e.currentTarget.checked)} data-testid="shade-toggle" /> logprob shading</label>
         <button onClick=${() => foldKinds(new Set(["system"]))}>unfold all but system</button>
@@ -161,6 +162,19 @@ function BreakPanel({ b, base }) {
       </div>`
     }
     ${b.context && html`<div class="diff"><span class="side">break context</span><code>${b.context.join("")}</code></div>`}
+  </section>`;
+}
+
+/** The trace's images in the order the engine saw them (each turn's screenshots). */
+function Images({ hashes }) {
+  return html`<section class="images" data-testid="trace-images">
+    <b>${hashes.length} image${hashes.length === 1 ? "" : "s"}</b>
+    ${hashes.map(
+      (h, i) => html`<figure>
+        <a href=${imagePath(h)} target="_blank" rel="noopener"><img class="thumb" src=${imagePath(h)} alt=${`image ${i + 1}`} data-testid="trace-image" data-hash=${h} /></a>
+        <figcaption>${i + 1}</figcaption>
+      </figure>`,
+    )}
   </section>`;
 }
 
