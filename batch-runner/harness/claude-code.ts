@@ -1,4 +1,5 @@
 import { parseClaudeStreamJson } from "./json-output.ts";
+import { claudeMcpConfig } from "./mcp-config.ts";
 import type { HarnessPreset, PresetContext } from "./preset.ts";
 import {
   binPath,
@@ -12,6 +13,8 @@ import {
 
 /** Claude Code config lives in its own dir per session, so runs never share state. */
 const CONFIG_DIR = ".claude";
+/** `agent.mcp_servers`, passed with `--mcp-config` (only when the task has servers). */
+const MCP_CONFIG = `${CONFIG_DIR}/polar-mcp.json`;
 
 function settingsOf(ctx: PresetContext): CliSettings {
   return parseSettings("claude_code", CliSettings, ctx.agent.settings);
@@ -30,6 +33,9 @@ export const claudeCode: HarnessPreset = {
       [`${CONFIG_DIR}/settings.json`]: prettyJson(deepMerge(base, settings.config)),
       // Marks first-run onboarding done so no interactive screen can appear.
       [`${CONFIG_DIR}/.claude.json`]: prettyJson({ hasCompletedOnboarding: true }),
+      ...(ctx.agent.mcp_servers?.length
+        ? { [MCP_CONFIG]: prettyJson(claudeMcpConfig(ctx.agent.mcp_servers)) }
+        : {}),
     };
   },
 
@@ -67,6 +73,10 @@ export const claudeCode: HarnessPreset = {
       "--dangerously-skip-permissions",
       "--model",
       model,
+      // Only the task's servers: none from a .mcp.json the work dir may hold.
+      ...(ctx.agent.mcp_servers?.length
+        ? ["--mcp-config", joinPath(ctx.homeDir, MCP_CONFIG), "--strict-mcp-config"]
+        : []),
       ...settings.extra_args,
     ];
     return { argv, env, stdin: "" };

@@ -1,4 +1,5 @@
 import { parseCodexJsonl } from "./json-output.ts";
+import { codexMcpServers } from "./mcp-config.ts";
 import type { HarnessPreset, PresetContext } from "./preset.ts";
 import {
   binPath,
@@ -43,6 +44,7 @@ export function codexConfig(ctx: PresetContext, settings: CliSettings): Record<s
     analytics: { enabled: false },
     feedback: { enabled: false },
     otel: { exporter: "none" },
+    ...(ctx.agent.mcp_servers?.length ? { mcp_servers: codexMcpServers(ctx.agent.mcp_servers) } : {}),
   };
   return deepMerge(base, settings.config);
 }

@@ -1,4 +1,6 @@
+import type { McpServer } from "../../shared/schemas/mcp-servers.ts";
 import { parseGeminiJson } from "./json-output.ts";
+import { geminiMcpServers } from "./mcp-config.ts";
 import type { HarnessPreset, PresetContext } from "./preset.ts";
 import {
   binPath,
@@ -14,7 +16,7 @@ function settingsOf(ctx: PresetContext): CliSettings {
 }
 
 /** `~/.gemini/settings.json`: API-key auth selected, every background fetch off. */
-export function geminiSettings(settings: CliSettings): Record<string, unknown> {
+export function geminiSettings(settings: CliSettings, mcpServers: McpServer[] = []): Record<string, unknown> {
   const base = {
     // Without a selected auth type a headless run stops and asks how to log in.
     security: { auth: { selectedType: "gemini-api-key" } },
@@ -26,6 +28,7 @@ export function geminiSettings(settings: CliSettings): Record<string, unknown> {
       // Gemini counts attempts, not retries, and needs at least 1.
       maxAttempts: settings.max_retries + 1,
     },
+    ...(mcpServers.length ? { mcpServers: geminiMcpServers("gemini_cli", mcpServers) } : {}),
   };
   return deepMerge(base, settings.config);
 }
@@ -37,7 +40,7 @@ export const geminiCli: HarnessPreset = {
   provider: "google",
 
   configFiles(ctx) {
-    return { ".gemini/settings.json": prettyJson(geminiSettings(settingsOf(ctx))) };
+    return { ".gemini/settings.json": prettyJson(geminiSettings(settingsOf(ctx), ctx.agent.mcp_servers)) };
   },
 
   invocation(ctx, binDir) {

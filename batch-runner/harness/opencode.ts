@@ -1,5 +1,6 @@
 import { OpencodeSettings } from "../../shared/schemas/task-settings.ts";
 import { parseOpencodeJsonl } from "./json-output.ts";
+import { opencodeMcp } from "./mcp-config.ts";
 import type { HarnessPreset, PresetContext } from "./preset.ts";
 import {
   binPath,
@@ -58,6 +59,7 @@ export function opencodeConfig(ctx: PresetContext, settings: OpencodeSettings) {
     // Language servers and formatters are downloaded on first use.
     lsp: false,
     formatter: false,
+    ...(ctx.agent.mcp_servers?.length ? { mcp: opencodeMcp(ctx.agent.mcp_servers) } : {}),
   };
   return deepMerge(base, settings.config);
 }

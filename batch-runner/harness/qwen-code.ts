@@ -1,4 +1,6 @@
+import type { McpServer } from "../../shared/schemas/mcp-servers.ts";
 import { parseQwenJson } from "./json-output.ts";
+import { geminiMcpServers } from "./mcp-config.ts";
 import type { HarnessPreset, PresetContext } from "./preset.ts";
 import {
   binPath,
@@ -15,7 +17,7 @@ function settingsOf(ctx: PresetContext): CliSettings {
 }
 
 /** `~/.qwen/settings.json`: OpenAI-compatible auth, background memory and telemetry off. */
-export function qwenSettings(settings: CliSettings): Record<string, unknown> {
+export function qwenSettings(settings: CliSettings, mcpServers: McpServer[] = []): Record<string, unknown> {
   const base = {
     security: { auth: { selectedType: "openai" } },
     privacy: { usageStatisticsEnabled: false },
@@ -24,6 +26,7 @@ export function qwenSettings(settings: CliSettings): Record<string, unknown> {
     // Auto-memory makes extra model calls after the task that are not part of the episode.
     memory: { enableManagedAutoMemory: false, enableManagedAutoDream: false },
     model: { generationConfig: { maxRetries: settings.max_retries } },
+    ...(mcpServers.length ? { mcpServers: geminiMcpServers("qwen_code", mcpServers) } : {}),
   };
   return deepMerge(base, settings.config);
 }
@@ -35,7 +38,7 @@ export const qwenCode: HarnessPreset = {
   provider: "openai_chat",
 
   configFiles(ctx) {
-    return { ".qwen/settings.json": prettyJson(qwenSettings(settingsOf(ctx))) };
+    return { ".qwen/settings.json": prettyJson(qwenSettings(settingsOf(ctx), ctx.agent.mcp_servers)) };
   },
 
   invocation(ctx, binDir) {

@@ -16,18 +16,23 @@ import { TaskEnv } from "./reserved-env.ts";
 
 export const MCP_TRANSPORTS = ["stdio", "sse", "streamable-http"] as const;
 
+const ALL_TRANSPORTS = MCP_TRANSPORTS;
+
 /**
- * The harness presets that write MCP servers into their CLI's config. Every other preset refuses a
- * task with `agent.mcp_servers`, naming itself. test/unit/mcp-config.test.ts checks this list
- * against the presets' writers (and the names against HARNESSES: task.ts imports this file).
+ * The harness presets that write MCP servers into their CLI's config, and the transports each CLI
+ * speaks (batch-runner/harness/mcp-config.ts says where each format comes from). Every other preset
+ * refuses a task with `agent.mcp_servers`, naming itself. test/unit/mcp-config.test.ts checks this
+ * map against the presets (and its keys against HARNESSES: task.ts imports this file).
  */
-export const MCP_HARNESSES = [
-  "claude_code",
-  "codex",
-  "gemini_cli",
-  "qwen_code",
-  "opencode",
-] as const;
+export const MCP_HARNESS_TRANSPORTS: Record<string, readonly McpTransport[]> = {
+  claude_code: ALL_TRANSPORTS,
+  // Codex's MCP client has stdio and streamable HTTP only (no legacy SSE transport).
+  codex: ["stdio", "streamable-http"],
+  gemini_cli: ALL_TRANSPORTS,
+  qwen_code: ALL_TRANSPORTS,
+  opencode: ALL_TRANSPORTS,
+};
+export type McpTransport = (typeof MCP_TRANSPORTS)[number];
 
 /** Header names as HTTP defines a token; values one line (a newline would start another header). */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -96,11 +101,22 @@ export const McpServers = z
     }
   });
 
-/** Why `harness` cannot take `agent.mcp_servers`, or null when its preset writes them. */
-export function mcpRefusal(harness: string): string | null {
-  if ((MCP_HARNESSES as readonly string[]).includes(harness)) return null;
+/** Why `harness` cannot take these MCP servers, or null when its preset writes them all. */
+export function mcpRefusal(
+  harness: string,
+  servers: readonly Pick<McpServer, "name" | "transport">[],
+): string | null {
+  const transports = Object.hasOwn(MCP_HARNESS_TRANSPORTS, harness) ? MCP_HARNESS_TRANSPORTS[harness] : null;
+  if (!transports) {
+    return (
+      `harness "${harness}" cannot take MCP servers: its preset has no MCP configuration ` +
+      `(presets that do: ${Object.keys(MCP_HARNESS_TRANSPORTS).join(", ")}; docs/harnesses.md "MCP servers")`
+    );
+  }
+  const unsupported = servers.find((s) => !transports.includes(s.transport));
+  if (!unsupported) return null;
   return (
-    `harness "${harness}" cannot take MCP servers: its preset has no MCP configuration ` +
-    `(presets that do: ${MCP_HARNESSES.join(", ")}; docs/harnesses.md "MCP servers")`
+    `harness "${harness}" cannot take MCP server "${unsupported.name}": its CLI has no ` +
+    `${unsupported.transport} transport (it takes ${transports.join(", ")})`
   );
 }

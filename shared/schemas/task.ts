@@ -44,7 +44,7 @@ export const AgentSpec = z
   .superRefine((agent, ctx) => {
     // Refused at validation, by harness name: a preset without an MCP config would run the session
     // without the tools the task counts on.
-    const refusal = agent.mcp_servers?.length ? mcpRefusal(agent.harness) : null;
+    const refusal = agent.mcp_servers?.length ? mcpRefusal(agent.harness, agent.mcp_servers) : null;
     if (refusal) ctx.addIssue({ code: "custom", path: ["mcp_servers"], message: refusal });
   });
 
