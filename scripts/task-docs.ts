@@ -109,7 +109,7 @@ export const TABLES: Record<string, { schema: z.ZodType; fields: Record<string, 
         "`4096`",
       ],
       "runtime.limits.gpus": [
-        "GPUs to expose (docker, apptainer; bwrap and process refuse more than 0).",
+        "GPUs to expose (docker, apptainer; bwrap and process refuse more than 0). More than the node has (`/dev/nvidia<N>`, or `POLAR_NODE_GPUS`) is refused at INIT.",
         "`0`",
       ],
       "runtime.limits.pids": [
@@ -136,6 +136,10 @@ export const TABLES: Record<string, { schema: z.ZodType; fields: Record<string, 
       "evaluator.config": [
         "The evaluator's settings, checked against its schema ([Evaluator configs](#evaluator-configs)).",
         '`{"command": "npm test"}`',
+      ],
+      artifacts: [
+        "Work-dir paths (files or dirs) kept with the session's outputs after the run, as `artifacts/{task}/{session}/{attempt}/workdir/{path}` (a Harbor task's `artifacts`; a multi-step task also keeps them after each step under `steps/{name}/workdir/`).",
+        '`["report.json", "logs"]`',
       ],
       callback_url: [
         "Gets a POST with the completion notice when the task's last session is terminal.",
@@ -249,6 +253,14 @@ export const TABLES: Record<string, { schema: z.ZodType; fields: Record<string, 
         "The reward.json key that is the reward; a reward.json with one key uses it whatever its name.",
         '`"accuracy"`',
       ],
+      steps: [
+        "A multi-step task (task.toml's `[[steps]]`): one session runs the harness once per step (`name`, `instruction`, `agent_timeout_seconds`), after putting the step's `files` in the work dir and running its `setup.sh` (`setup`) and `healthcheck`; the step's `tests` (over the task's), `env` and `timeout_seconds` judge it in a fresh runtime; below `min_reward` (or a failed step) the rest do not run; `artifacts` are kept after it. The task's `instruction` is the first step's; `timeout_seconds` covers all steps and their tests.",
+        '`[{"name": "scaffold", "instruction": "...", "tests": {"test.sh": "..."}, "min_reward": 1}]`',
+      ],
+      step_reward_strategy: [
+        "The task's reward from its steps' (Harbor's `multi_step_reward_strategy`): `mean` per reward key over the judged steps (a missing key 0), or `final` (the last step that ran). Each step's reward is also a step reward on the last turn it produced.",
+        '`"final"`',
+      ],
     },
   },
   "settings.cli": {
@@ -290,7 +302,10 @@ export const TABLES: Record<string, { schema: z.ZodType; fields: Record<string, 
         "The task's web app: a command started with `sh -c` in the work dir, inside the session's sandbox, before the browser opens; stopped when the agent ends. `{{polar_root}}` and `{{work_dir}}` as for `shell`.",
         '`"node {{polar_root}}/examples/computer-use/app/server.mjs --port 8765"`',
       ],
-      start_url: ["The page the browser opens first; with `serve`, waited on until it answers.", '`"http://127.0.0.1:8765/"`'],
+      start_url: [
+        "The page the browser opens first; with `serve`, waited on until it answers.",
+        '`"http://127.0.0.1:8765/"`',
+      ],
       app_ready_seconds: ["How long the driver waits for `start_url` to answer.", "`60`"],
     },
   },
