@@ -28,6 +28,8 @@ export interface EmbeddedOptions {
   metricsPort?: number;
   /** The docker backend's engine binary; unset: picked (batch-runner/runtime/container-engine.ts). */
   dockerBin?: string;
+  /** `--allow-verifier-network`: a judge whose task asks for a network gets one. */
+  allowVerifierNetwork?: boolean;
   /** Aborting stops early: running harnesses are killed, nothing more is started. */
   signal?: AbortSignal;
   /** Where the progress line goes (stderr by default); null for none. */
@@ -107,6 +109,7 @@ export async function runEmbedded(opts: EmbeddedOptions): Promise<EmbeddedResult
       // A laptop run of one's own tasks: without bwrap, sessions fall back to `process` (with a
       // warning); evaluator modules load from the current directory (never the store or sessions).
       allowUnsandboxed: true,
+      allowVerifierNetwork: opts.allowVerifierNetwork,
       evaluatorDirs: [process.cwd()],
       filesDirs: [process.cwd()],
       runtimeOptions: { bwrapImageDirs: [process.cwd()], bins: { docker: opts.dockerBin } },

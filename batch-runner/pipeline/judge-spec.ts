@@ -1,3 +1,4 @@
+import type { z } from "zod";
 import type { RuntimeSpec } from "../../shared/schemas/task.ts";
 import type { RuntimeSpecInput } from "../runtime/runtime.ts";
 
@@ -10,7 +11,7 @@ import type { RuntimeSpecInput } from "../runtime/runtime.ts";
  * agent's, which has none. The agent's own spec is never changed here.
  */
 export function judgeSpecOf(
-  runtime: Pick<RuntimeSpec, "services" | "judge_services" | "judge_network">,
+  runtime: Pick<z.infer<typeof RuntimeSpec>, "services" | "judge_services" | "judge_network">,
   agentSessionId: string,
   allowVerifierNetwork: boolean,
 ): Pick<RuntimeSpecInput, "services" | "joinServicesOf" | "network"> {

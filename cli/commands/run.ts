@@ -12,7 +12,7 @@ import { readTasksFile } from "../tasks-file.ts";
 
 const usage = `Usage: polar run TASKS.jsonl [--upstream URL] [--engine vllm|sglang] [--out DIR]
                  [--run N] [--init N] [--ready N] [--postrun N] [--max-receives N] [--skip-invalid]
-                 [--docker-bin docker|podman]
+                 [--docker-bin docker|podman] [--allow-verifier-network]
 
 Everything in one process: the proxy (token auth, random signing key), a batch runner, an in-memory
 queue and a directory store under DIR (the store is DIR/store). Without --upstream the dry-run
@@ -32,6 +32,9 @@ defaults and examples: docs/tasks.md); the whole file is checked before anything
   --skip-invalid     run the valid lines of TASKS.jsonl and report the bad ones
   --docker-bin BIN   the engine for tasks with runtime.backend docker (default: docker when its
                      daemon answers, else podman when it runs; docs/runner.md, "Runtimes")
+  --allow-verifier-network
+                     a Harbor task's verifier gets the engine's network when its task asks
+                     (runtime.judge_network); the agent never has one (as \`polar runner\`)
 
 Prints progress (with each failed session's reason), then a table per task: sessions by status,
 mean reward and the shard (DIR/store/trajectories/{task_id}.parquet). Exit status: 0 when every
@@ -57,6 +60,7 @@ const command: Command = {
         "max-receives": { type: "string" },
         "skip-invalid": { type: "boolean" },
         "docker-bin": { type: "string" },
+        "allow-verifier-network": { type: "boolean" },
       },
       strict: true,
       allowPositionals: true,
@@ -108,6 +112,7 @@ const command: Command = {
         postrun,
         maxReceives,
         dockerBin: values["docker-bin"],
+        allowVerifierNetwork: values["allow-verifier-network"] === true,
       });
     } catch (err) {
       if (err instanceof RunSetupError) {

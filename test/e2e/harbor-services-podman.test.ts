@@ -184,6 +184,22 @@ describe.skipIf(!lane.ok)("Harbor side services on podman", () => {
       expect(ifaces?.stdout.trim()).toBe("lo");
       expect(hostConnections).toBe(0);
     });
+
+    it("a judge given the network (--allow-verifier-network) reaches the host; one without does not", async () => {
+      const factory = dockerRuntimeFactory({ bin: "podman", sessionsRoot: join(dir, "sessions") });
+      const spec = { image: lane.ok ? lane.image : "", env: {}, limits: {}, proxyUrl: "http://127.0.0.1:9" };
+      const open = await factory.create({ ...spec, sessionId: `judge-net-${nonce}`, network: "public" });
+      const closed = await factory.create({ ...spec, sessionId: `judge-none-${nonce}` });
+      try {
+        const cmd = ["bash", "-c", `exec 3<>/dev/tcp/host.containers.internal/${port} && head -n 1 <&3`];
+        const got = await open.exec(cmd, { timeoutMs: 20_000 });
+        expect(got.stdout, got.stderr).toContain("HOST");
+        const refused = await closed.exec(cmd, { timeoutMs: 20_000 });
+        expect(refused.stdout).not.toContain("HOST");
+      } finally {
+        await Promise.all([open.stop(), closed.stop()]);
+      }
+    }, 120_000);
   });
 
   describe("a Harbor task with a side service, end to end", () => {
