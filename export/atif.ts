@@ -2,6 +2,7 @@ import { traceTurns } from "../batch-runner/evaluation/trace-turns.ts";
 import type { ShardRow } from "../batch-runner/shards/shard-rows.ts";
 import { qwen3ChatTokenIds } from "../shared/node/qwen3/chat-segments.ts";
 import { type ChatTokenizer, chatTrace, type ToolCall } from "./atif-chat-steps.ts";
+import { imagesOfRows } from "./atif-images.ts";
 
 /**
  * ATIF v1.5 (Harbor's Agent Trajectory Interchange Format, RFC 0001-trajectory-format) from shard
@@ -11,7 +12,8 @@ import { type ChatTokenizer, chatTrace, type ToolCall } from "./atif-chat-steps.
  * and each run of sampled (mask 1) tokens is an `agent` step. Either way a sampled turn's step
  * carries in `metrics` the exact `prompt_token_ids` the engine saw for it (the trace prompt plus
  * the response before the turn), its `completion_token_ids` and `logprobs`. Polar's own fields
- * (trace index, orphan, break reason, reward) go in `extra`.
+ * (trace index, orphan, break reason, reward) go in `extra`; so do the traces' images
+ * (`extra.polar.images`: trace index and sha256, in engine order; atif-images.ts).
  */
 export const ATIF_SCHEMA_VERSION = "ATIF-v1.5";
 
@@ -199,6 +201,7 @@ function sessionTrajectory(traces: ShardRow[], opts: AtifOptions): AtifTrajector
     }
   }
   const first = traces[0];
+  const images = imagesOfRows(traces);
   return {
     schema_version: ATIF_SCHEMA_VERSION,
     session_id: first.session_id,
@@ -224,6 +227,8 @@ function sessionTrajectory(traces: ShardRow[], opts: AtifOptions): AtifTrajector
         reward: first.reward,
         finish_reason: traces[traces.length - 1].finish_reason,
         traces: traces.length,
+        // Images have no place in ATIF v1.5 messages: listed here, files written by `--out`.
+        ...(images.length > 0 ? { images } : {}),
       },
     },
   };

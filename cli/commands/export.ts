@@ -1,11 +1,13 @@
 import { mkdir, stat, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { join, resolve, sep } from "node:path";
 import { toAtif } from "../../export/atif.ts";
+import { type AtifImage, ImageExportError, writeAtifImages } from "../../export/atif-images.ts";
 import { InspectInputError, loadInspectable } from "../../inspect/load-inspectable.ts";
+import { openStore } from "../../shared/node/open-store.ts";
 import { type Command, UsageError } from "../command.ts";
 import { parseFlags } from "../flags.ts";
 
-const usage = `Usage: polar export --format atif FILE [--out DIR] [--agent NAME] [--model NAME] [--no-text]
+const usage = `Usage: polar export --format atif FILE [--out DIR] [--store STORE] [--agent NAME] [--model NAME] [--no-text]
 
 Converts a trajectory or shard into another format. One format so far:
 
@@ -16,7 +18,11 @@ Converts a trajectory or shard into another format. One format so far:
          (orphan, break reason, reward) under "extra" (mapping: docs/trainers.md).
 
   FILE          a SessionResult (results/{task}/{session}.json), a Parquet shard or its JSONL twin
-  --out DIR     write DIR/{session_id}.json per session (default: one JSON object per line on stdout)
+  --out DIR     write DIR/{session_id}.json per session (default: one JSON object per line on stdout),
+                and each image the traces hold once, as DIR/images/{sha256}.{ext}
+  --store STORE where the images are (a directory or s3://bucket/prefix); default: the store FILE
+                sits in (its trajectories/ or results/{task}/ folder). Images are listed under
+                extra.polar.images (docs/computer-use.md)
   --agent NAME  agent.name (default: polar)
   --model NAME  agent.model_name
   --no-text     leave messages empty (one agent step per run of sampled tokens) instead of
@@ -34,6 +40,7 @@ const command: Command = {
         agent: { type: "string" },
         model: { type: "string" },
         text: { type: "boolean" },
+        store: { type: "string" },
       },
       allowNegative: true,
       allowPositionals: true,
@@ -73,6 +80,22 @@ const command: Command = {
     });
     if (values.out) {
       await mkdir(values.out, { recursive: true });
+      const images = trajectories.flatMap((t) => (t.extra.polar as { images?: AtifImage[] }).images ?? []);
+      if (images.length > 0) {
+        const spec = values.store ?? storeOfFile(positionals[0]);
+        if (spec === null) {
+          console.error(`polar export: ${positionals[0]} is not inside a store: pass --store for its images`);
+          return 1;
+        }
+        try {
+          const n = await writeAtifImages(images, openStore(spec), values.out);
+          console.error(`polar export: ${n} images in ${join(values.out, "images")}`);
+        } catch (err) {
+          if (!(err instanceof ImageExportError)) throw err;
+          console.error(`polar export: ${err.message}`);
+          return 1;
+        }
+      }
       for (const t of trajectories) {
         await writeFile(join(values.out, `${t.session_id}.json`), `${JSON.stringify(t, null, 2)}\n`);
       }
@@ -84,3 +107,12 @@ const command: Command = {
   },
 };
 export default command;
+
+/** The store root a result or shard file sits in, by the layout of docs/architecture.md; else null. */
+function storeOfFile(file: string): string | null {
+  const parts = resolve(file).split(sep);
+  const n = parts.length;
+  if (n >= 2 && parts[n - 2] === "trajectories") return parts.slice(0, n - 2).join(sep) || sep;
+  if (n >= 3 && parts[n - 3] === "results") return parts.slice(0, n - 3).join(sep) || sep;
+  return null;
+}
