@@ -13,7 +13,7 @@ import { EVALUATOR, type OneSession, POLAR, runOneSession } from "./polar-run-pr
 const SERVER = join(POLAR, "..", "..", "examples", "mcp", "note-server.mjs");
 
 /** The server's own description of its tool: in a request only when the harness listed the server's tools. */
-const TOOL_DESCRIPTION = "Write text to a file in the working directory.";
+export const TOOL_DESCRIPTION = "Write text to a file in the working directory.";
 /** The tool's answer: in a request only after the harness called the server. */
 const TOOL_RESULT = "wrote hello.txt (3 bytes)";
 /** The tool's arguments, as a script line's JSON. */
@@ -29,7 +29,12 @@ function instruction(calls: readonly string[]): string {
   ].join("\n");
 }
 
-function mcpTask(harness: CliHarnessName, taskId: string, calls: readonly string[], withServer: boolean) {
+export function mcpTask(
+  harness: CliHarnessName,
+  taskId: string,
+  calls: readonly string[],
+  withServer: boolean,
+) {
   return {
     task_id: taskId,
     instruction: instruction(calls),
