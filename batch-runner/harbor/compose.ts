@@ -171,6 +171,24 @@ const Main = z.strictObject({ depends_on: DependsOn.optional() });
 /** Variables compose would fill from the runner's environment: never (the runner's secrets stay its own). */
 const INTERPOLATION = /\$\{?[A-Za-z_]/;
 
+/** Every string of the file with compose's `$$` read as `$`; any `$VAR` or `${VAR}` is refused where it is. */
+function uninterpolated(value: unknown, path: string): unknown {
+  if (typeof value === "string") {
+    if (INTERPOLATION.test(value.replaceAll("$$", "")))
+      refuse(
+        path || "the file",
+        "$VARIABLE is filled from the runner's environment, which is never passed (write $$ for a literal $)",
+      );
+    return value.replaceAll("$$", "$");
+  }
+  if (Array.isArray(value)) return value.map((v, i) => uninterpolated(v, `${path}[${i}]`));
+  if (value !== null && typeof value === "object")
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k, uninterpolated(v, path ? `${path}.${k}` : k)]),
+    );
+  return value;
+}
+
 function refuse(where: string, why: string): never {
   throw new HarborTaskRefused(`${COMPOSE_FILE}: ${where}: ${why}`);
 }
@@ -189,11 +207,6 @@ function envOf(name: string, env: Service["environment"]): Record<string, string
       refuse(
         `services.${name}.environment.${k}`,
         "a value taken from the runner's environment is never passed; give it a value",
-      );
-    if (INTERPOLATION.test(v))
-      refuse(
-        `services.${name}.environment.${k}`,
-        "an interpolated $VARIABLE is filled from the runner's environment, which is never passed; give it a value",
       );
     out[k] = v;
   }
@@ -256,6 +269,7 @@ export async function readComposeServices(taskDir: string): Promise<SideService[
   }
   if (doc === null || typeof doc !== "object" || Array.isArray(doc))
     return refuse("the file", "not a mapping");
+  doc = uninterpolated(doc, "");
   const top = doc as Record<string, unknown>;
   for (const key of Object.keys(top)) {
     if (Object.hasOwn(TOP_REFUSED, key)) refuse(key, TOP_REFUSED[key] as string);

@@ -50,37 +50,47 @@ export const AgentSpec = z
 
 export const RUNTIME_BACKENDS = ["process", "bwrap", "apptainer", "docker"] as const;
 
-export const RuntimeSpec = z.strictObject({
-  /** A sandbox by default; `process` runs on the host and only where the operator allows it. */
-  backend: z.enum(RUNTIME_BACKENDS).default("bwrap"),
-  /** Container/SIF image, or a root directory for bwrap; ignored by `process`. */
-  image: z.string().optional(),
-  /** Shell commands run in the work dir during INIT, before the harness starts. */
-  prepare: z.array(z.string()).default([]),
-  env: TaskEnv.default({}),
-  limits: z
-    .strictObject({
-      cpus: z.number().positive().optional(),
-      memory_mb: z.number().int().positive().optional(),
-      gpus: z.number().int().nonnegative().optional(),
-      /** Processes and threads of the session at once (a fork bomb stops here). */
-      pids: z.number().int().positive().optional(),
-      /** Size of the session's writable work dir and home together, in MiB. */
-      disk_mb: z.number().int().positive().optional(),
-      /** Bytes the harness may print on stdout and stderr together, in MiB. */
-      output_mb: z.number().int().positive().optional(),
-    })
-    .default({}),
-  /** Containers started beside the agent's on a loopback only they share (docker backend; side-service.ts). */
-  services: SideServices,
-  /**
-   * A judge's runtime (an evaluator's fresh one) with side services: "shared" joins the agent's, as
-   * the agent left them (Harbor's shared verifier); "separate" starts its own. Default shared.
-   */
-  judge_services: z.enum(["shared", "separate"]).optional(),
-  /** The judge asks for a network (Harbor's verifier phase): given only under `--allow-verifier-network`. */
-  judge_network: z.boolean().optional(),
-});
+export const RuntimeSpec = z
+  .strictObject({
+    /** A sandbox by default; `process` runs on the host and only where the operator allows it. */
+    backend: z.enum(RUNTIME_BACKENDS).default("bwrap"),
+    /** Container/SIF image, or a root directory for bwrap; ignored by `process`. */
+    image: z.string().optional(),
+    /** Shell commands run in the work dir during INIT, before the harness starts. */
+    prepare: z.array(z.string()).default([]),
+    env: TaskEnv.default({}),
+    limits: z
+      .strictObject({
+        cpus: z.number().positive().optional(),
+        memory_mb: z.number().int().positive().optional(),
+        gpus: z.number().int().nonnegative().optional(),
+        /** Processes and threads of the session at once (a fork bomb stops here). */
+        pids: z.number().int().positive().optional(),
+        /** Size of the session's writable work dir and home together, in MiB. */
+        disk_mb: z.number().int().positive().optional(),
+        /** Bytes the harness may print on stdout and stderr together, in MiB. */
+        output_mb: z.number().int().positive().optional(),
+      })
+      .default({}),
+    /** Containers started beside the agent's on a loopback only they share (docker backend; side-service.ts). */
+    services: SideServices,
+    /**
+     * A judge's runtime (an evaluator's fresh one) with side services: "shared" joins the agent's, as
+     * the agent left them (Harbor's shared verifier); "separate" starts its own. Default shared.
+     */
+    judge_services: z.enum(["shared", "separate"]).optional(),
+    /** The judge asks for a network (Harbor's verifier phase): given only under `--allow-verifier-network`. */
+    judge_network: z.boolean().optional(),
+  })
+  .superRefine((runtime, ctx) => {
+    // Only the docker runtime starts them; elsewhere the task would run without its services.
+    if (runtime.services.length > 0 && runtime.backend !== "docker")
+      ctx.addIssue({
+        code: "custom",
+        path: ["services"],
+        message: `side services run only on the docker backend, not ${runtime.backend}`,
+      });
+  });
 
 export const BUILDER_STRATEGIES = ["per_request", "prefix_merging"] as const;
 

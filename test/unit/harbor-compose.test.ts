@@ -74,8 +74,17 @@ describe("compose.ts", () => {
     ["devices", '    devices: ["/dev/kvm"]\n', /services\.api\.devices: no device/],
     ["cap_add", '    cap_add: ["NET_ADMIN"]\n', /services\.api\.cap_add/],
     ["the runner's env", "    environment:\n      - AWS_SECRET_ACCESS_KEY\n", /never passed/],
-    // biome-ignore lint/suspicious/noTemplateCurlyInString: compose's own interpolation syntax
-    ["interpolation", '    environment:\n      KEY: "${API_KEY}"\n', /never passed/],
+    [
+      "interpolation",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: compose's own interpolation syntax
+      '    environment:\n      KEY: "${API_KEY}"\n',
+      /services\.api\.environment\.KEY: .*never passed/,
+    ],
+    [
+      "interpolation in a command",
+      '    command: ["sh", "-c", "echo $HOME"]\n',
+      /services\.api\.command\[2\]: \$VARIABLE/,
+    ],
     ["an unknown key", "    stdin_open: true\n", /services\.api: .*stdin_open/],
   ])("refuses %s by name", async (_what, extra, why) => {
     const t = await task(`services:\n  api:\n    build: ./api\n${extra}`);
@@ -111,7 +120,7 @@ describe("compose.ts", () => {
 });
 
 describe("judgeSpecOf", () => {
-  const services = RuntimeSpec.parse({ services: [{ name: "kv", image: "x" }] }).services;
+  const services = RuntimeSpec.parse({ backend: "docker", services: [{ name: "kv", image: "x" }] }).services;
   it("a shared judge joins the agent's services and gets no network even when allowed", () => {
     expect(judgeSpecOf({ services, judge_network: true }, "s1", true)).toEqual({
       services: [],
@@ -145,5 +154,16 @@ describe("import-harbor: side services and the verifier phase", () => {
     expect(shared.runtime).not.toHaveProperty("judge_services");
     expect(shared.runtime).not.toHaveProperty("judge_network");
     expect(warnings).toEqual([]);
+  });
+});
+
+describe("runtime.services", () => {
+  it("reads $$ as a literal $, and are refused on a backend that cannot start them", async () => {
+    const t = await task('services:\n  api:\n    build: ./api\n    command: ["sh", "-c", "echo $$HOME"]\n');
+    expect((await readComposeServices(t))[0]?.command).toEqual(["sh", "-c", "echo $HOME"]);
+    const services = [{ name: "kv", image: "x" }];
+    expect(RuntimeSpec.safeParse({ backend: "docker", services }).success).toBe(true);
+    const bwrap = RuntimeSpec.safeParse({ backend: "bwrap", services });
+    expect(bwrap.error?.issues[0]?.message).toBe("side services run only on the docker backend, not bwrap");
   });
 });
