@@ -5,8 +5,11 @@ and of every input file it reads (tokenizers, wheels), plus its options. Changin
 rebuilds the model; nothing else does.
 """
 
+import argparse
 import hashlib
 import json
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 STAMP = "polar-recipe.json"
@@ -29,3 +32,31 @@ def is_current(out: Path, want: dict, weights: str = "model.safetensors") -> boo
 
 def write(out: Path, stamp: dict) -> None:
     (out / STAMP).write_text(json.dumps(stamp) + "\n")
+
+
+def publish(out: Path, stamp: dict, fill: Callable[[Path], None]) -> None:
+    """Writes the model into OUT.tmp with `fill`, stamps it, then swaps it in: a reader never sees half a model."""
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    fill(tmp)
+    # generation_config.json would hand the engine sampling defaults nobody asked for.
+    (tmp / "generation_config.json").unlink(missing_ok=True)
+    write(tmp, stamp)
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+
+
+def main(builder: Path, inputs: list[Path], fill: Callable[[Path, int], None], label: str) -> None:
+    """`python make_X.py OUT_DIR [--seed N]`: builds OUT_DIR with `fill(dir, seed)` unless its stamp is current."""
+    parser = argparse.ArgumentParser(description=f"Builds the engine lane's {label}.")
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    stamp = recipe(builder, inputs, seed=args.seed)
+    if is_current(args.out, stamp):
+        print(f"{label} up to date: {args.out}")
+        return
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    publish(args.out, stamp, lambda tmp: fill(tmp, args.seed))
+    print(f"{label} built: {args.out}")
