@@ -1,4 +1,5 @@
 import type { ProxyLimits } from "../../shared/schemas/proxy-limits.ts";
+import { SERVICE_DEFAULT_LIMITS, type SideService } from "../../shared/schemas/side-service.ts";
 import type { SessionLimits } from "./limits.ts";
 import { RuntimeSpecRefused } from "./runtime-spec-refused.ts";
 
@@ -47,7 +48,7 @@ export function parseTaskCeilings(text: string): TaskCeilings {
 export function checkTaskCeilings(
   task: {
     timeout_seconds: number;
-    runtime: { limits: SessionLimits };
+    runtime: { limits: SessionLimits; services?: SideService[] };
     agent: { proxy_limits?: ProxyLimits };
   },
   ceilings: TaskCeilings | undefined,
@@ -70,5 +71,17 @@ export function checkTaskCeilings(
     throw new RuntimeSpecRefused(
       `${CEILING_FIELDS[name]} ${value} is above this runner's ceiling ${ceiling} (--max-task-limits ${name}=${ceiling}); ask for at most that`,
     );
+  }
+  // Each side service has its own caps (its defaults when the task sets none): each is held to the
+  // same ceilings as the agent's runtime.
+  for (const s of task.runtime.services ?? []) {
+    const caps = { ...SERVICE_DEFAULT_LIMITS, ...s.limits };
+    for (const name of ["memory_mb", "cpus", "pids"] as const) {
+      const ceiling = ceilings[name];
+      if (ceiling === undefined || caps[name] <= ceiling) continue;
+      throw new RuntimeSpecRefused(
+        `runtime.services ${s.name}: limits.${name} ${caps[name]}${Object.hasOwn(s.limits, name) ? "" : " (the default)"} is above this runner's ceiling ${ceiling} (--max-task-limits ${name}=${ceiling}); ask for at most that`,
+      );
+    }
   }
 }

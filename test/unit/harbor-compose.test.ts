@@ -167,3 +167,21 @@ describe("runtime.services", () => {
     expect(bwrap.error?.issues[0]?.message).toBe("side services run only on the docker backend, not bwrap");
   });
 });
+
+describe("side services and --max-task-limits", () => {
+  it("holds each service's caps (its defaults when unset) to the runner's ceilings", async () => {
+    const { checkTaskCeilings } = await import("../../batch-runner/runtime/task-ceilings.ts");
+    const task = (limits: Record<string, number>) => ({
+      timeout_seconds: 60,
+      agent: {},
+      runtime: { limits: {}, services: [{ name: "kv", image: "x", env: {}, depends_on: [], limits }] },
+    });
+    expect(() => checkTaskCeilings(task({ memory_mb: 4096 }), { memory_mb: 1024 })).toThrow(
+      /runtime.services kv: limits.memory_mb 4096 is above this runner's ceiling 1024/,
+    );
+    expect(() => checkTaskCeilings(task({}), { pids: 100 })).toThrow(/limits.pids 256 \(the default\)/);
+    expect(() =>
+      checkTaskCeilings(task({ memory_mb: 256, pids: 50 }), { memory_mb: 1024, pids: 100 }),
+    ).not.toThrow();
+  });
+});
