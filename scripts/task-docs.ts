@@ -124,6 +124,18 @@ export const TABLES: Record<string, { schema: z.ZodType; fields: Record<string, 
         "What the harness prints on stdout and stderr together, in MiB, counted by the runner. Unset: the runner's default (1024). Hit: `limit:output`.",
         "`64`",
       ],
+      "runtime.services": [
+        'Side services (docker backend only): containers started beside the agent\'s before the harness, on one loopback only they share, reached by `name`; each `{name, image, entrypoint?, command?, env, workdir?, user?, healthcheck?, depends_on, limits}`, healthy before the agent starts (else ERROR at INIT); `polar import-harbor` writes them from `environment/docker-compose.yaml` (docs/runner.md, "Side services").',
+        '`[{"name": "kv", "image": "build:/srv/tasks/t/environment/kv"}]`',
+      ],
+      "runtime.judge_services": [
+        "With side services, whether an evaluator's fresh runtime joins the agent's, as the agent left them (`shared`, Harbor's default), or starts its own (`separate`).",
+        '`"separate"`',
+      ],
+      "runtime.judge_network": [
+        "The judge asks for a network (Harbor's verifier phase): its fresh runtime gets the engine's network only on a runner with `--allow-verifier-network`; the agent never has one.",
+        "`true`",
+      ],
       "builder.strategy": ["How captures become traces (docs/reconstruction.md).", '`"per_request"`'],
       "builder.config": [
         "Builder settings, e.g. `end_of_turn_ids` for prefix_merging.",
