@@ -19,6 +19,11 @@ export function runStatus(
   if (!exec) return { status: "ERROR", error: "the harness did not run" };
   // A limit kills the session whatever the harness did next (a timeout included): name the limit.
   if (exec.limit) return { status: "ERROR", error: limitReason(exec.limit, s.limits) };
+  // A stepped session (a multi-step Harbor trial) completes once a step was judged: a step's harness
+  // failing or running past its own time is that step's (its outcome says so), unless the session's
+  // whole budget ran out.
+  if (s.stepOutcomes?.some((o) => o.evaluation !== null) && !(exec.timedOut && s.runMs >= s.budgetMs))
+    return { status: "COMPLETED", error: null };
   if (exec.timedOut)
     return { status: "TIMEOUT", error: `the harness exceeded its budget of ${s.task.timeout_seconds}s` };
   if (exec.exitCode !== 0) {

@@ -37,11 +37,12 @@ export async function runSteps(
     if (outcome.error !== null) break;
     const before = await captureIds();
     opts.onStdout?.(`\n[polar] step ${index + 1}/${s.steps.length}: ${step.name}\n`);
+    const timeoutMs = Math.min(left, step.timeoutMs ?? left);
     exec = await s.runtime.exec(invocation.argv, {
       ...opts,
       env: invocation.env,
       stdin: invocation.stdin,
-      timeoutMs: Math.min(left, step.timeoutMs ?? left),
+      timeoutMs,
     });
     outcome.captureIds = [...(await captureIds())].filter((id) => !before.has(id)).sort();
     // A cancelled run or a limit hit ends the session ERROR: nothing more to judge.
@@ -55,6 +56,9 @@ export async function runSteps(
     } catch (err) {
       outcome.error = `step ${step.name} was not judged: ${(err as Error).message}`;
     }
+    // As in Harbor, a step whose harness failed or ran past its own time is still judged; it is said so.
+    if (outcome.error === null && (exec.timedOut || exec.exitCode !== 0))
+      outcome.error = `step ${step.name}: ${exec.timedOut ? `the agent ran past its ${Math.round(timeoutMs / 1000)} s` : `the harness exited ${exec.exitCode ?? exec.signal}`}`;
     if (exec.timedOut && Date.now() - started >= s.budgetMs) break;
     const stop = stopAfter(step, outcome);
     if (stop !== null) {

@@ -6,8 +6,9 @@ import type { EvaluationContext } from "../../batch-runner/evaluation/evaluator.
 import { freshRuntimes } from "../../batch-runner/evaluation/fresh-runtime.ts";
 import { harbor } from "../../batch-runner/evaluation/harbor.ts";
 import { importHarborTask } from "../../batch-runner/harbor/import-task.ts";
+import { runStatus } from "../../batch-runner/pipeline/session-postrun.ts";
 import { runSteps } from "../../batch-runner/pipeline/session-steps.ts";
-import type { PreparedSession, SessionDeps } from "../../batch-runner/pipeline/session-types.ts";
+import type { PreparedSession, RanSession, SessionDeps } from "../../batch-runner/pipeline/session-types.ts";
 import { processRuntimeFactory } from "../../batch-runner/runtime/process.ts";
 import type { Runtime } from "../../batch-runner/runtime/runtime.ts";
 import { TaskRequest } from "../../shared/schemas/task.ts";
@@ -139,6 +140,42 @@ describe("a multi-step Harbor task in one session", () => {
     ]);
     expect(await text(ran.artifacts[1] as string)).toBe("notes of polar\nsecond line\n");
     expect(await text(ran.artifacts[2] as string)).toBe("second line\n");
+  }, 60_000);
+
+  it("judges a step whose harness failed or ran past its own time, as Harbor does, and goes on; the session completes", async () => {
+    const { ran, final } = await session(
+      { create: "cp header.txt notes.txt; exit 3", append: "cat extra.txt >> notes.txt; exec sleep 30" },
+      (cfg) => {
+        (cfg.steps as { agent_timeout_seconds?: number }[])[1] = {
+          ...(cfg.steps as object[])[1],
+          agent_timeout_seconds: 1,
+        };
+      },
+    );
+    expect(ran.outcomes.map((o) => [o.name, o.evaluation?.outcome_reward, o.error])).toEqual([
+      ["create", 1, "step create: the harness exited 3"],
+      ["append", 1, "step append: the agent ran past its 1 s"],
+    ]);
+    expect((await final()).outcome_reward).toBe(1);
+    const ranSession = {
+      cancelled: false,
+      exec: ran.exec,
+      stepOutcomes: ran.outcomes,
+      runMs: 5_000,
+      budgetMs: 60_000,
+      limits: {},
+      task: { timeout_seconds: 60 },
+      preset: { name: "shell" },
+    } as unknown as RanSession;
+    expect(ran.exec?.timedOut).toBe(true);
+    expect(runStatus(ranSession, { finalAnswer: null, success: true })).toEqual({
+      status: "COMPLETED",
+      error: null,
+    });
+    // Past the session's whole budget it is a timeout, as any session's.
+    expect(runStatus({ ...ranSession, runMs: 60_000 }, { finalAnswer: null, success: true }).status).toBe(
+      "TIMEOUT",
+    );
   }, 60_000);
 
   it("stops at a step below its min_reward: the later steps never run", async () => {
