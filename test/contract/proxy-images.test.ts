@@ -6,9 +6,11 @@ import { bytesToBase64 } from "../../shared/encoding/base64.ts";
 import { engineImages, restoreImages, sha256Hex } from "../../shared/images/image-refs.ts";
 import { keys } from "../../shared/keys.ts";
 import { mintSessionToken } from "../../shared/session-token.ts";
+import { S3Store } from "../../shared/store/s3-store.ts";
 import { screenshotPng } from "../support/png.ts";
 import { readCaptures, startProxy, type TestProxy } from "../support/proxy.ts";
 import { type RecordingUpstream, startRecordingUpstream } from "../support/recording-upstream.ts";
+import { type RunningS3rver, startS3rver } from "../support/s3rver.ts";
 
 /**
  * Images through the proxy with the official SDKs as clients: every provider's image parts reach
@@ -212,33 +214,50 @@ describe("image parts reach the engine in order", () => {
   });
 });
 
-describe("a session re-sending its screenshots stores each once", () => {
-  it("captured bytes per call stay flat while the blobs hold each distinct image once", async () => {
-    const s = await session();
-    const c = openai(proxy, s.token);
-    const shots = [1, 2, 3, 4, 5, 6, 7, 8].map((i) => screenshotPng(100 + i, 96, 72));
-    const blobsBefore = (await blobKeys(proxy)).length;
-    const sizes: number[] = [];
-    for (let turn = 0; turn < shots.length; turn++) {
-      // Each call re-sends the last three screenshots.
-      const recent = shots.slice(Math.max(0, turn - 2), turn + 1);
-      await c.chat.completions.create({
-        model: "m",
-        messages: [
-          {
-            role: "user",
-            content: recent.map((b) => ({ type: "image_url" as const, image_url: { url: dataUrl(b) } })),
-          },
-        ],
-      });
-      const list = await proxy.store.list(keys.capturesOfSession(TASK, s.id));
-      sizes.push(((await proxy.store.get(list.at(-1) as string)) as Uint8Array).byteLength);
-    }
-    expect((await blobKeys(proxy)).length - blobsBefore).toBe(shots.length);
-    // A screenshot is ~20 KB: a capture holding one inline would be far larger than these.
-    expect(Math.max(...sizes)).toBeLessThan(2000);
+for (const backend of ["memory", "s3rver"] as const) {
+  describe(`a session re-sending its screenshots stores each once (${backend})`, () => {
+    let p: TestProxy;
+    let s3: RunningS3rver | undefined;
+    beforeAll(async () => {
+      if (backend === "s3rver") s3 = await startS3rver();
+      const store = s3 ? new S3Store({ bucket: s3.bucket, prefix: "polar", client: s3.client }) : undefined;
+      p = await startProxy({ upstream: upstream.url, signingKey: KEY, streamMode: "synthesize", store });
+    });
+    afterAll(async () => {
+      await p?.close();
+      await s3?.stop();
+    });
+
+    it("captured bytes per call stay flat while the blobs hold each distinct image once", async () => {
+      const s = await session();
+      const c = openai(p, s.token);
+      const shots = [1, 2, 3, 4, 5, 6, 7, 8].map((i) => screenshotPng(100 + i, 96, 72));
+      const sizes: number[] = [];
+      for (let turn = 0; turn < shots.length; turn++) {
+        // Each call re-sends the last three screenshots.
+        const recent = shots.slice(Math.max(0, turn - 2), turn + 1);
+        await c.chat.completions.create({
+          model: "m",
+          messages: [
+            {
+              role: "user",
+              content: recent.map((b) => ({ type: "image_url" as const, image_url: { url: dataUrl(b) } })),
+            },
+          ],
+        });
+        const list = await p.store.list(keys.capturesOfSession(TASK, s.id));
+        sizes.push(((await p.store.get(list.at(-1) as string)) as Uint8Array).byteLength);
+      }
+      const blobs = await blobKeys(p);
+      expect(blobs.sort()).toEqual(
+        (await Promise.all(shots.map(async (b) => keys.imageBlob(await sha256Hex(b))))).sort(),
+      );
+      for (const b of shots) expect(await p.store.get(keys.imageBlob(await sha256Hex(b)))).toEqual(b);
+      // A screenshot is ~20 KB: a capture holding one inline would be far larger than these.
+      expect(Math.max(...sizes)).toBeLessThan(2000);
+    });
   });
-});
+}
 
 describe("bad images are refused in the caller's shape, nothing captured", () => {
   let tight: TestProxy;

@@ -1,8 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { decodeCapture } from "../../shared/capture-codec.ts";
+import { bytesToBase64 } from "../../shared/encoding/base64.ts";
+import { sha256Hex } from "../../shared/images/image-refs.ts";
 import { keys } from "../../shared/keys.ts";
 import type { CaptureRecord } from "../../shared/schemas/capture.ts";
 import { mintSessionToken } from "../../shared/session-token.ts";
+import { screenshotPng } from "../support/png.ts";
 import { type PolicyServer, startPolicy } from "../support/policy.ts";
 import { type RunningS3rver, startS3rver } from "../support/s3rver.ts";
 import { startWorkers, type WorkerHost } from "./worker-host.ts";
@@ -111,6 +114,39 @@ describe("Worker on workerd with an R2 binding", () => {
     expectTrainable((await r2Captures("anthropic"))[0], "anthropic");
     expectTrainable((await r2Captures("responses"))[0], "openai_responses");
     expectTrainable((await r2Captures("google"))[0], "google");
+  });
+
+  it("stores a re-sent screenshot once in R2 and refuses an undecodable one (docs/computer-use.md)", async () => {
+    const png = screenshotPng(7);
+    const image = {
+      type: "image",
+      source: { type: "base64", media_type: "image/png", data: bytesToBase64(png) },
+    };
+    const call = (content: unknown[]) =>
+      token("screens").then((t) =>
+        host.fetch("on-r2", "/v1/messages", {
+          method: "POST",
+          headers: { "x-api-key": t, "anthropic-version": "2023-06-01", "content-type": "application/json" },
+          body: JSON.stringify({ model: "policy", max_tokens: 16, messages: [{ role: "user", content }] }),
+        }),
+      );
+    for (const n of [1, 2])
+      expect((await call([{ type: "text", text: `look ${n}` }, image, image])).status).toBe(200);
+    const bad = await call([
+      { type: "image", source: { type: "base64", media_type: "image/png", data: "%%%" } },
+    ]);
+    expect(bad.status).toBe(400);
+    expect((await bad.json()).error.message).toContain("does not decode as base64");
+    const bucket = await host.mf.getR2Bucket("CAPTURES", "on-r2");
+    const blobs = (await bucket.list({ prefix: "polar/blobs/sha256/" })).objects.map((o) => o.key);
+    expect(blobs).toEqual([`polar/${keys.imageBlob(await sha256Hex(png))}`]);
+    const stored = await bucket.get(blobs[0]);
+    expect(new Uint8Array(await (stored as { arrayBuffer(): Promise<ArrayBuffer> }).arrayBuffer())).toEqual(
+      png,
+    );
+    const captures = await r2Captures("screens");
+    expect(captures).toHaveLength(2);
+    for (const c of captures) expect(c.image_refs?.filter((r) => r.field === "chat_request")).toHaveLength(2);
   });
 
   it("streams an Anthropic answer as SSE events, with the capture stored", async () => {
