@@ -8,6 +8,7 @@ import { keys } from "../../shared/keys.ts";
 import { mintSessionToken } from "../../shared/session-token.ts";
 import { S3Store } from "../../shared/store/s3-store.ts";
 import { screenshotPng } from "../support/png.ts";
+import { startPolicy } from "../support/policy.ts";
 import { readCaptures, startProxy, type TestProxy } from "../support/proxy.ts";
 import { type RecordingUpstream, startRecordingUpstream } from "../support/recording-upstream.ts";
 import { type RunningS3rver, startS3rver } from "../support/s3rver.ts";
@@ -258,6 +259,43 @@ for (const backend of ["memory", "s3rver"] as const) {
     });
   });
 }
+
+describe("a live stream (the engine's own chunks) keeps its images once too", () => {
+  it("the dry-run policy streams; the capture references the image, stored once", async () => {
+    const policy = await startPolicy();
+    const live = await startProxy({ upstream: policy.url, signingKey: KEY, streamMode: "live" });
+    try {
+      const s = await session();
+      const stream = await openai(live, s.token).chat.completions.create({
+        model: "policy",
+        stream: true,
+        messages: [
+          {
+            role: "user",
+            content: [
+              { type: "text", text: "what is on screen?" },
+              { type: "image_url", image_url: { url: dataUrl(PNG_C) } },
+              { type: "image_url", image_url: { url: dataUrl(PNG_C) } },
+            ],
+          },
+        ],
+      });
+      let text = "";
+      for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? "";
+      expect(text.length).toBeGreaterThan(0);
+      const [cap] = await readCaptures(live.store, TASK, s.id);
+      expect(cap.stream_status).toBe("complete");
+      expect(engineImages(cap).map((r) => r.sha256)).toEqual([
+        await sha256Hex(PNG_C),
+        await sha256Hex(PNG_C),
+      ]);
+      expect(await blobKeys(live)).toEqual([keys.imageBlob(await sha256Hex(PNG_C))]);
+    } finally {
+      await live.close();
+      await policy.close();
+    }
+  });
+});
 
 describe("bad images are refused in the caller's shape, nothing captured", () => {
   let tight: TestProxy;
