@@ -222,7 +222,17 @@ export const HarborStep = z.strictObject({
   /** The step's own `tests/`, laid over the task's (a step's test.sh wins over the task's). */
   tests: EvaluatorFiles.default({}),
   /** Files put into the work dir before the step's agent runs (Harbor's `steps/<name>/workdir/`). */
-  files: z.record(z.string().min(1), z.string()).default({}),
+  files: z
+    .record(
+      z
+        .string()
+        .min(1)
+        .refine((p) => !p.startsWith("/") && !p.split("/").includes(".."), {
+          message: "a step file's path is relative to the work dir and must not contain '..'",
+        }),
+      z.string(),
+    )
+    .default({}),
   /** Run `bash setup.sh` in the work dir after `files` land (Harbor runs a `workdir/setup.sh`). */
   setup: z.boolean().default(false),
   /** The step's agent budget; the session's `timeout_seconds` still bounds all steps together. */

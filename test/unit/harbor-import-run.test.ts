@@ -199,4 +199,16 @@ describe("a multi-step task's reward, as Harbor's MultiStepTrial derives it", ()
     expect(HarborConfig.safeParse({ tests: { "test.sh": "x" }, steps }).success).toBe(true);
     expect(HarborConfig.safeParse({ tests: {} }).success).toBe(false);
   });
+
+  it("writes a step's files only inside the work dir", () => {
+    const step = (path: string) => ({
+      name: "a",
+      instruction: "x",
+      tests: { "test.sh": "x" },
+      files: { [path]: "" },
+    });
+    for (const bad of ["/etc/profile", "../outside", "a/../../b"])
+      expect(HarborConfig.safeParse({ tests: {}, steps: [step(bad)] }).success, bad).toBe(false);
+    expect(HarborConfig.safeParse({ tests: {}, steps: [step("sub/config.txt")] }).success).toBe(true);
+  });
 });
