@@ -34,8 +34,10 @@ afterAll(async () => {
 
 /** A store whose capture listing is what the step commands left in `captures` (one file a call). */
 class CaptureStore extends MemoryStore {
-  constructor(private readonly dir: string) {
+  private readonly dir: string;
+  constructor(dir: string) {
     super();
+    this.dir = dir;
   }
   override async list(prefix: string): Promise<string[]> {
     if (!prefix.startsWith("captures/")) return super.list(prefix);
