@@ -8,7 +8,7 @@
 #   bash scripts/engine.sh down [--port 8000]                 stop what `up` started
 #
 # Presets (scripts/engine/presets/P.sh, one file each: model recipe, parsers, context length):
-# qwen3 (the default), smollm2, llama31, gptoss.
+# qwen3 (the default), smollm2, llama31, gptoss, vision.
 #
 # `serve` runs setup first when needed, then execs vLLM's OpenAI server on 127.0.0.1 with
 # the flags Polar relies on (docs/engines.md "A real engine on CPU"): token ids, processed

@@ -1,0 +1,212 @@
+/**
+ * Images through the proxy to a real vision model: the `vision` preset (scripts/engine.sh; a tiny
+ * random-weight Idefics3-shaped model on the Qwen tokenizer) on vLLM CPU, driven by the official
+ * OpenAI and Anthropic SDKs, streamed and not. Every capture, its images restored from the store's
+ * blobs, must equal the engine's own greedy answer to the recorded upstream request: prompt ids
+ * with each image as the engine expanded it, sampled ids, logprobs, finish.
+ *
+ * Token-in-token-out with images falls back, counted as `fallback:media`, even on a turn that
+ * would splice without its image: vLLM's chat token channel (`kv_transfer_params`) skips multimodal
+ * processing. The last case shows what a splice would need: vLLM's generate endpoint carries the
+ * image (`content_parts`) next to a token prompt and answers as the chat call did when each image
+ * stands as the template's one placeholder token, but expands a capture's already-expanded ids again.
+ */
+import Anthropic from "@anthropic-ai/sdk";
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bytesToBase64 } from "../../shared/encoding/base64.ts";
+import { restoreImages } from "../../shared/images/image-refs.ts";
+import { keys } from "../../shared/keys.ts";
+import type { CaptureRecord } from "../../shared/schemas/capture.ts";
+import { mintSessionToken } from "../../shared/session-token.ts";
+import { upstreamRequestOf } from "../../shared/upstream-request.ts";
+import { screenshotPng } from "../support/png.ts";
+import { readCaptures, startProxy, type TestProxy } from "../support/proxy.ts";
+import { ENGINE_MODEL, engineAnswer, realEngine } from "../support/real-engine.ts";
+import { stopEngine } from "./family-session.ts";
+
+const engine = await realEngine("preset-vision", ["--preset", "vision"]);
+const KEY = "vision-key";
+const TASK = "vision";
+const MAX = 8;
+/** scripts/engine/make_tiny_vision.py: the tokens Idefics3's processor writes for one image. */
+const FAKE_AROUND = 151669;
+const IMAGE = 151670;
+const GLOBAL_IMG = 151672;
+const IMAGE_SEQ_LEN = 16;
+const ONE_IMAGE = [FAKE_AROUND, GLOBAL_IMG, ...Array(IMAGE_SEQ_LEN).fill(IMAGE), FAKE_AROUND];
+
+const png = (seed: number) => bytesToBase64(screenshotPng(seed, 96, 64));
+const dataUrl = (seed: number) => `data:image/png;base64,${png(seed)}`;
+
+async function session(id: string): Promise<string> {
+  return mintSessionToken({ sessionId: id, taskId: TASK, tokenInTokenOut: true }, KEY);
+}
+
+/** Where `seq` starts in `ids`, every occurrence. */
+function occurrences(ids: readonly number[], seq: readonly number[]): number[] {
+  const at: number[] = [];
+  for (let i = 0; i + seq.length <= ids.length; i++) if (seq.every((t, j) => ids[i + j] === t)) at.push(i);
+  return at;
+}
+
+describe.skipIf(!engine.ok)(
+  `images to a real vision model (${engine.ok ? "running" : engine.reason})`,
+  () => {
+    let proxy: TestProxy;
+    beforeAll(async () => {
+      proxy = await startProxy({ upstream: engine.url, auth: { signingKey: KEY } });
+    });
+    afterAll(async () => {
+      await proxy?.close();
+      stopEngine(engine);
+    });
+
+    /** The session's captures, images restored, each against the engine's answer to what was sent. */
+    async function expectEngineFaithful(sessionId: string, images: number[]): Promise<CaptureRecord[]> {
+      const caps = await readCaptures(proxy.store, TASK, sessionId);
+      expect(caps).toHaveLength(images.length);
+      const out: CaptureRecord[] = [];
+      for (const [i, stored] of caps.entries()) {
+        expect(stored.error).toBeNull();
+        expect(stored.stream_status).toBe("complete");
+        expect(stored.tito).toBe("fallback:media");
+        const cap = await restoreImages(stored, (h) => proxy.store.get(keys.imageBlob(h)));
+        const sent = upstreamRequestOf(cap);
+        expect(sent.path).toBe("/v1/chat/completions");
+        const want = (await engineAnswer(engine.url, sent.path, sent.body)) as {
+          prompt_token_ids: number[];
+          choices: {
+            token_ids: number[];
+            logprobs: { content: { logprob: number }[] };
+            finish_reason: string;
+          }[];
+        };
+        expect(cap.prompt_token_ids).toEqual(want.prompt_token_ids);
+        expect(cap.response_token_ids).toEqual(want.choices[0].token_ids);
+        expect(cap.response_token_ids!.length).toBeGreaterThan(0);
+        expect(cap.response_logprobs).toEqual(
+          want.choices[0].logprobs.content.map((l) => Math.fround(l.logprob)),
+        );
+        expect(cap.finish_reason).toBe(want.choices[0].finish_reason);
+        // Each image part as the engine expanded it, and no other image tokens.
+        const ids = cap.prompt_token_ids!;
+        expect(occurrences(ids, ONE_IMAGE)).toHaveLength(images[i]);
+        expect(ids.filter((t) => t === IMAGE)).toHaveLength(images[i] * IMAGE_SEQ_LEN);
+        out.push(cap);
+      }
+      return out;
+    }
+
+    it("OpenAI Chat: an image, then a streamed turn that adds another; both fall back as media", async () => {
+      const id = "openai";
+      const client = new OpenAI({ apiKey: await session(id), baseURL: `${proxy.url}/v1`, maxRetries: 0 });
+      const base = { model: ENGINE_MODEL, max_tokens: MAX, temperature: 0 };
+      const messages: OpenAI.ChatCompletionMessageParam[] = [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "What is on the screen?" },
+            { type: "image_url", image_url: { url: dataUrl(1) } },
+          ],
+        },
+      ];
+      const t1 = await client.chat.completions.create({ ...base, messages });
+      expect(t1.choices[0].finish_reason).toBe("length");
+      messages.push(t1.choices[0].message, {
+        role: "user",
+        content: [
+          { type: "image_url", image_url: { url: dataUrl(2) } },
+          { type: "text", text: "And now?" },
+        ],
+      });
+      let text = "";
+      const stream = await client.chat.completions.create({
+        ...base,
+        messages,
+        stream: true,
+        stream_options: { include_usage: true },
+      });
+      let usage: OpenAI.CompletionUsage | undefined;
+      for await (const chunk of stream) {
+        text += chunk.choices[0]?.delta.content ?? "";
+        usage = chunk.usage ?? usage;
+      }
+      expect(usage?.completion_tokens).toBe(MAX);
+      const [c1, c2] = await expectEngineFaithful(id, [1, 2]);
+      // The second prompt carries both screenshots in the order sent; the streamed text is the capture's.
+      const ids2 = c2.prompt_token_ids!;
+      const [first, second] = occurrences(ids2, ONE_IMAGE);
+      expect(first).toBeLessThan(second);
+      expect(text).toBe(
+        (c2.response as { choices: { message: { content: string } }[] }).choices[0].message.content,
+      );
+      expect(c1.prompt_token_ids!.length).toBeLessThan(ids2.length);
+    }, 120_000);
+
+    it("Anthropic Messages: a base64 image block, streamed and not", async () => {
+      const id = "anthropic";
+      const client = new Anthropic({ apiKey: await session(id), baseURL: proxy.url, maxRetries: 0 });
+      const req = {
+        model: ENGINE_MODEL,
+        max_tokens: MAX,
+        temperature: 0,
+        messages: [
+          {
+            role: "user" as const,
+            content: [
+              {
+                type: "image" as const,
+                source: { type: "base64" as const, media_type: "image/png" as const, data: png(3) },
+              },
+              { type: "text" as const, text: "Click the button." },
+            ],
+          },
+        ],
+      };
+      const json = await client.messages.create(req);
+      const streamed = await client.messages.stream(req).finalMessage();
+      expect(json.stop_reason).toBe("max_tokens");
+      const texts = (m: Anthropic.Message) => m.content.map((b) => ("text" in b ? b.text : b.type));
+      expect(texts(streamed)).toEqual(texts(json));
+      const [c1, c2] = await expectEngineFaithful(id, [1, 1]);
+      expect(c2.prompt_token_ids).toEqual(c1.prompt_token_ids);
+    }, 120_000);
+
+    it("the generate endpoint carries the image with the template's one placeholder, not with the expanded ids", async () => {
+      const [stored] = await readCaptures(proxy.store, TASK, "anthropic");
+      const cap = await restoreImages(stored, (h) => proxy.store.get(keys.imageBlob(h)));
+      const expanded = cap.prompt_token_ids!;
+      const generate = async (ids: number[]) => {
+        const res = await fetch(`${engine.url}/inference/v1/generate`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({
+            model: ENGINE_MODEL,
+            token_ids: ids,
+            content_parts: [{ type: "image_url", url: dataUrl(3) }],
+            sampling_params: { max_tokens: MAX, temperature: 0, logprobs: 0 },
+            return_token_ids: true,
+          }),
+        });
+        expect(res.status).toBe(200);
+        return (await res.json()) as {
+          prompt_token_ids: number[];
+          choices: { token_ids: number[]; logprobs: { content: { logprob: number }[] } }[];
+        };
+      };
+      // The ids as the template renders them: the image's run collapsed to its one <image> token.
+      const [at] = occurrences(expanded, ONE_IMAGE);
+      const rendered = [...expanded.slice(0, at), IMAGE, ...expanded.slice(at + ONE_IMAGE.length)];
+      const fromRendered = await generate(rendered);
+      expect(fromRendered.prompt_token_ids).toEqual(expanded);
+      expect(fromRendered.choices[0].token_ids).toEqual(cap.response_token_ids);
+      expect(fromRendered.choices[0].logprobs.content.map((l) => Math.fround(l.logprob))).toEqual(
+        cap.response_logprobs,
+      );
+      // The capture's own ids (what a splice extends) are expanded a second time: another prompt.
+      const fromExpanded = await generate(expanded);
+      expect(fromExpanded.prompt_token_ids.length).toBeGreaterThan(expanded.length);
+    }, 60_000);
+  },
+);
