@@ -18,6 +18,8 @@ const STDIO = {
   args: ["server.mjs"],
   env: { NOTES_DIR: "out" },
 };
+/** Harbor's header syntax for a credential from the environment, which is refused here. */
+const VAR_REF = ["$", "{TOKEN}"].join("");
 const HTTP = {
   name: "desk",
   transport: "streamable-http",
@@ -78,14 +80,14 @@ describe("agent.mcp_servers: the schema", () => {
     ]);
   });
 
-  it("refuses unknown keys, bad names, twice-named servers, header injection and ${VAR} headers", () => {
+  it("refuses unknown keys, bad names, twice-named servers, header injection and Harbor-style variable headers", () => {
     const found = problems(
       task("claude_code", [
         { ...STDIO, cwd: "/" },
         { ...STDIO, name: "bad name" },
         STDIO,
         { ...HTTP, headers: { "X-A": "1\r\nHost: evil" } },
-        { ...HTTP, name: "desk2", headers: { Authorization: "Bearer ${TOKEN}" } },
+        { ...HTTP, name: "desk2", headers: { Authorization: `Bearer ${VAR_REF}` } },
       ]),
     );
     expect(found).toContain(
@@ -94,7 +96,7 @@ describe("agent.mcp_servers: the schema", () => {
     expect(found.some((p) => p.startsWith("agent.mcp_servers.1.name: an MCP server name is"))).toBe(true);
     expect(found).toContain("agent.mcp_servers.2.name: notes is named twice");
     expect(found).toContain('agent.mcp_servers.3.headers: header "X-A" must be one line');
-    expect(found.some((p) => p.includes("${VAR} references are not expanded"))).toBe(true);
+    expect(found.some((p) => p.includes("VAR} references are not expanded"))).toBe(true);
   });
 
   it("refuses a reserved variable in a stdio server's env, as in agent.env", () => {
