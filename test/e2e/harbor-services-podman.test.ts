@@ -24,7 +24,7 @@ import { POLAR } from "./polar-run-process.ts";
  * The agent must PUT a value into it, and the tests read it back through the service, so the solved
  * variant scores 1 only when the judge reaches the very service the agent wrote to (Harbor's shared
  * verifier); the idle one scores 0. A copy whose healthcheck never passes ends ERROR at INIT with
- * the reason and the service's log. And the isolation: on the services' loopback the agent reaches
+ * the reason and the service's log, and one whose service fails to build, with the build's tail. And the isolation: on the services' loopback the agent reaches
  * `kv` by name, but not a server on the host's 127.0.0.1, the host's own addresses, or the engine's
  * bridge gateway.
  */
@@ -221,6 +221,13 @@ describe.skipIf(!lane.ok)("Harbor side services on podman", () => {
           .replace("/dev/tcp/127.0.0.1/8080", `/dev/tcp/127.0.0.1/9 || echo SICK-${nonce} >&2; exit 1`)
           .replace("retries: 10", "retries: 2"),
       );
+      // And one whose service's Dockerfile fails to build.
+      const broken = join(collection, "kv-broken");
+      await cp(join(collection, "kv-store"), broken, { recursive: true });
+      await writeFile(
+        join(broken, "environment", "kv", "Dockerfile"),
+        `FROM perl:5-slim\nRUN echo "SERVICE-BUILD-FAILS-${nonce}" && exit 3\n`,
+      );
       const imported = await polar(["import-harbor", collection, "--harness", "pi"], env, 60_000);
       expect(imported.code, imported.stderr).toBe(0);
       const byId = Object.fromEntries(
@@ -233,21 +240,22 @@ describe.skipIf(!lane.ok)("Harbor side services on podman", () => {
       const solution = (await readFile(join(FIXTURES, "kv-store", "solution", "solve.sh"), "utf8"))
         .split("\n")
         .filter((l) => l.trim() !== "" && !l.startsWith("#"));
-      const { "kv-store": kv, "kv-unhealthy": sickTask } = byId;
+      const { "kv-store": kv, "kv-unhealthy": sickTask, "kv-broken": brokenTask } = byId;
       const tasks = [
         { ...kv, task_id: "kv-solved", instruction: kv.instruction + script(solution) },
         { ...kv, task_id: "kv-idle", instruction: kv.instruction + script([]) },
         { ...sickTask, instruction: sickTask.instruction + script(solution) },
+        { ...brokenTask, instruction: brokenTask.instruction + script(solution) },
       ];
       const tasksFile = join(dir, "tasks.jsonl");
       await writeFile(tasksFile, `${tasks.map((t) => JSON.stringify(t)).join("\n")}\n`);
       run = await polar(
-        ["run", tasksFile, "--out", join(dir, "out"), "--run", "3", "--docker-bin", "podman"],
+        ["run", tasksFile, "--out", join(dir, "out"), "--run", "4", "--docker-bin", "podman"],
         env,
         400_000,
       );
       const store = new DirectoryStore(join(dir, "out", "store"));
-      for (const id of ["kv-solved", "kv-idle", "kv-unhealthy"])
+      for (const id of ["kv-solved", "kv-idle", "kv-unhealthy", "kv-broken"])
         results[id] = await readTaskResults(store, id);
     }, 520_000);
 
@@ -270,11 +278,21 @@ describe.skipIf(!lane.ok)("Harbor side services on podman", () => {
       expect(r?.agent ?? null).toBeNull();
     });
 
+    it("ends a session whose service's Dockerfile fails to build ERROR at INIT, with the build log's tail", () => {
+      const [r] = results["kv-broken"] ?? [];
+      expect(r?.status).toBe("ERROR");
+      expect(r?.error).toMatch(
+        /side service kv: building the image from .*kv-broken\/environment\/kv\/Dockerfile failed/,
+      );
+      expect(r?.error).toContain(`SERVICE-BUILD-FAILS-${nonce}`);
+      expect(r?.agent ?? null).toBeNull();
+    });
+
     it("leaves no container of the sessions behind (services and their network holders)", () => {
       const ps = spawnSync("podman", ["ps", "-a", "--format", "{{.Names}}"], { encoding: "utf8" });
-      expect(ps.stdout.split("\n").filter((n) => /^polar-(kv-(solved|idle|unhealthy)|iso-)/.test(n))).toEqual(
-        [],
-      );
+      expect(
+        ps.stdout.split("\n").filter((n) => /^polar-(kv-(solved|idle|unhealthy|broken)|iso-|judge-)/.test(n)),
+      ).toEqual([]);
     });
   });
 });
