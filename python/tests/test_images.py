@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from conftest import ROOT, node, trainer_module
 
-from polar_rollouts import ImageMissingError, image_key, load_images, read_images, read_shard
+from polar_rollouts import ImageMissingError, image_key, load_images, read_images, read_results, read_shard
 from polar_rollouts.adapters.trl import to_grpo_inputs, to_hf_dataset
 from polar_rollouts.adapters.verl import to_data_proto, to_verl_tensors
 
@@ -56,7 +56,8 @@ def test_each_screenshot_is_stored_once_and_the_trace_lists_them_in_order(sessio
     hashes = [hashlib.sha256(p).hexdigest() for p in pngs]
     # The second and third calls re-sent the earlier screenshots: still one object each.
     assert sorted(session["blobs"]) == sorted(image_key(h) for h in hashes)
-    for traces in (read_shard(session["store"], "screens"), _jsonl_traces(session["store"])):
+    from_results = [t for r in read_results(session["store"], "screens") for t in r.traces]
+    for traces in (read_shard(session["store"], "screens"), _jsonl_traces(session["store"]), from_results):
         assert len(traces) == 1
         (trace,) = traces
         assert trace.image_hashes == hashes
