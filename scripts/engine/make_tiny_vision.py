@@ -17,7 +17,6 @@ Usage: python make_tiny_vision.py OUT_DIR [--seed N]
 """
 
 import json
-import shutil
 import sys
 from pathlib import Path
 

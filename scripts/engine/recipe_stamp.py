@@ -1,4 +1,5 @@
-"""The recipe stamp every model builder of the engine lane writes into its model dir.
+"""The recipe stamp every model builder of the engine lane writes into its model dir, and the
+build-then-swap (`publish`) and command line (`main`) builders share.
 
 A model is reused only when its stamp equals the recipe's: the sha256 of the builder's own source
 and of every input file it reads (tokenizers, wheels), plus its options. Changing any of them
