@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import { decodeCapture } from "../shared/capture-codec.ts";
+import { restoreImages } from "../shared/images/image-refs.ts";
 import { keys } from "../shared/keys.ts";
 import { openStore } from "../shared/node/open-store.ts";
 import type { CaptureRecord } from "../shared/schemas/capture.ts";
@@ -184,7 +185,8 @@ async function chatOf(
     if (!last) {
       const bytes = await store.get(keys.capture(r.task_id, r.session_id, lastId));
       if (!bytes) return `capture ${lastId} is missing from the store`;
-      last = await decodeCapture(bytes);
+      // The record carries the conversation as the client sent it: its images inline again.
+      last = await restoreImages(await decodeCapture(bytes), (h) => store.get(keys.imageBlob(h)));
       cache.set(lastId, last);
     }
     return chatRecord(r, trace, i, last, encodeAnswer);
