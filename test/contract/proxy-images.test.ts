@@ -166,26 +166,30 @@ describe("image parts reach the engine in order", () => {
     expect((restored.request as { messages: unknown }).messages).toEqual(messages);
   });
 
-  it("OpenAI Responses input_image with detail", async () => {
+  it("OpenAI Responses input_image with detail, streamed and not", async () => {
     const s = await session();
-    const r = await openai(proxy, s.token).responses.create({
-      model: "m",
-      input: [
-        {
-          role: "user",
-          content: [
-            { type: "input_text", text: "look" },
-            { type: "input_image", image_url: dataUrl(PNG_C), detail: "high" },
-            { type: "input_image", image_url: dataUrl(PNG_A), detail: "auto" },
-          ],
-        },
-      ],
-    });
+    const input: OpenAI.Responses.ResponseInput = [
+      {
+        role: "user",
+        content: [
+          { type: "input_text", text: "look" },
+          { type: "input_image", image_url: dataUrl(PNG_C), detail: "high" },
+          { type: "input_image", image_url: dataUrl(PNG_A), detail: "auto" },
+        ],
+      },
+    ];
+    const c = openai(proxy, s.token);
+    const r = await c.responses.create({ model: "m", input });
     expect(r.output_text).toBe("ok");
     expect(lastImages()).toEqual([
       [dataUrl(PNG_C), "high"],
       [dataUrl(PNG_A), "auto"],
     ]);
+    let streamed = "";
+    for await (const event of await c.responses.create({ model: "m", input, stream: true }))
+      if (event.type === "response.output_text.delta") streamed += event.delta;
+    expect(streamed).toBe("ok");
+    expect(upstream.bodies.at(-1)).toEqual(upstream.bodies.at(-2));
   });
 
   it("Google inline_data and file_data, streamed and not", async () => {
