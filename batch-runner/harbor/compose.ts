@@ -4,6 +4,10 @@ import { z } from "zod";
 import { SERVICE_NAME, type SideService, SideServices } from "../../shared/schemas/side-service.ts";
 import { formatIssues } from "../../shared/zod-issues.ts";
 import { BUILD_PREFIX } from "../runtime/image-build-ref.ts";
+import { BRIDGE_PORT, JUDGE_BRIDGE_PORT } from "../runtime/socket-bridge.ts";
+
+const isBridgePort = (port: number) => port === BRIDGE_PORT || port === JUDGE_BRIDGE_PORT;
+
 import { HarborTaskRefused } from "./harbor-refusal.ts";
 import { entryKind, readTaskFile } from "./task-files.ts";
 
@@ -303,6 +307,12 @@ export async function readComposeServices(taskDir: string): Promise<SideService[
     } catch (err) {
       refuse(`services.${name}`, (err as Error).message);
     }
+    const taken = (s.expose ?? []).map((p) => Number(String(p).split("/")[0])).find(isBridgePort);
+    if (taken !== undefined)
+      refuse(
+        `services.${name}.expose`,
+        `port ${taken} of the shared loopback is Polar's (the sandbox's proxy bridge: ${BRIDGE_PORT} and ${JUDGE_BRIDGE_PORT})`,
+      );
     const limits = s.deploy?.resources?.limits;
     out.push({
       name,

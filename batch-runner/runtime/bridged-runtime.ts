@@ -2,6 +2,7 @@ import { cleanEnv, HostDirRuntime } from "./host-dir-runtime.ts";
 import { runtimeIdOf } from "./process.ts";
 import type { Runtime, RuntimeSpecInput } from "./runtime.ts";
 import {
+  BRIDGE_PORT,
   bridgedArgv,
   HOST_NODE_DIR,
   type HostBridge,
@@ -22,6 +23,8 @@ export abstract class BridgedRuntime extends HostDirRuntime {
   protected readonly bridge: HostBridge;
   /** The requested read-only binds that exist on this host (a missing one would fail every exec). */
   protected readonly readOnly: string[];
+  /** The loopback port of the in-sandbox half of the bridge (another for a judge on the agent's loopback). */
+  protected readonly bridgePort: number;
 
   constructor(
     id: string,
@@ -29,13 +32,15 @@ export abstract class BridgedRuntime extends HostDirRuntime {
     spec: RuntimeSpecInput,
     bridge: HostBridge,
     readOnlyBinds: string[] | undefined,
+    bridgePort: number = BRIDGE_PORT,
   ) {
     super();
+    this.bridgePort = bridgePort;
     this.id = id;
     this.dirs = dirs;
     this.bridge = bridge;
     this.readOnly = existingPaths(readOnlyBinds);
-    this.proxyUrl = sandboxProxyUrl(spec.proxyUrl);
+    this.proxyUrl = sandboxProxyUrl(spec.proxyUrl, bridgePort);
     const env = cleanEnv(dirs.homeDir, spec.env);
     // The runner's node is bound in; the sandbox's own `node` (if any) may be older than the harnesses need.
     this.baseEnv = { ...env, PATH: `${HOST_NODE_DIR}/bin:${env.PATH}` };
@@ -43,7 +48,7 @@ export abstract class BridgedRuntime extends HostDirRuntime {
 
   /** argv as run inside the sandbox: behind the in-sandbox half of the bridge, on the host's node. */
   protected bridged(argv: string[]): string[] {
-    return bridgedArgv(`${HOST_NODE_DIR}/bin/node`, this.bridge.socketPath, argv);
+    return bridgedArgv(`${HOST_NODE_DIR}/bin/node`, this.bridge.socketPath, argv, this.bridgePort);
   }
 
   protected override async teardown(): Promise<void> {

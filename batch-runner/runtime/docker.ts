@@ -20,7 +20,13 @@ import { buildContextOf, prebuiltImageOf } from "./image-build-ref.ts";
 import type { Runtime, RuntimeFactory, RuntimeSpecInput } from "./runtime.ts";
 import { RuntimeSpecRefused } from "./runtime-spec-refused.ts";
 import { joinFlags, type ServiceNet, SideServices } from "./side-services.ts";
-import { HOST_NODE_DIR, type HostBridge, SANDBOX_BRIDGE_SCRIPT } from "./socket-bridge.ts";
+import {
+  BRIDGE_PORT,
+  HOST_NODE_DIR,
+  type HostBridge,
+  JUDGE_BRIDGE_PORT,
+  SANDBOX_BRIDGE_SCRIPT,
+} from "./socket-bridge.ts";
 import { spawnGroup } from "./spawn-group.ts";
 import type { SessionDirs } from "./work-dirs.ts";
 
@@ -59,7 +65,8 @@ export class DockerRuntime extends BridgedRuntime {
     opts: DockerOptions & { engine: ContainerEngine; built?: BuiltImage; net?: ServiceNet | null },
   ) {
     requireImage(spec, IMAGE_REQUIRED);
-    super(id, dirs, spec, bridge, opts.readOnlyBinds);
+    // A judge on the agent's loopback listens for its own bridge on another port than the agent's.
+    super(id, dirs, spec, bridge, opts.readOnlyBinds, opts.net ? JUDGE_BRIDGE_PORT : BRIDGE_PORT);
     this.spec = spec;
     this.engine = opts.engine;
     this.built = opts.built ?? null;

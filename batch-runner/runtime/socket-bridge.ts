@@ -6,6 +6,8 @@ import { fileURLToPath } from "node:url";
 
 /** The TCP port the in-sandbox half listens on; each sandbox has its own network namespace. */
 export const BRIDGE_PORT = 18787;
+/** The bridge's port in a judge that joins the agent's side services: one loopback, two listeners. */
+export const JUDGE_BRIDGE_PORT = BRIDGE_PORT + 1;
 
 /** The in-sandbox half (plain JS, run with the sandbox's node). */
 export const SANDBOX_BRIDGE_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), "sandbox-bridge.mjs");
@@ -130,12 +132,17 @@ export async function startHostBridge(
 }
 
 /** The URL the agent inside the sandbox uses for the proxy (keeps any path prefix of the host URL). */
-export function sandboxProxyUrl(proxyUrl: string): string {
+export function sandboxProxyUrl(proxyUrl: string, port: number = BRIDGE_PORT): string {
   const u = new URL(proxyUrl);
-  return `http://127.0.0.1:${BRIDGE_PORT}${u.pathname.replace(/\/+$/, "")}`;
+  return `http://127.0.0.1:${port}${u.pathname.replace(/\/+$/, "")}`;
 }
 
 /** Prefix for argv so the command runs behind the in-sandbox half of the bridge. */
-export function bridgedArgv(nodeBin: string, socketPath: string, argv: string[]): string[] {
-  return [nodeBin, SANDBOX_BRIDGE_SCRIPT, socketPath, String(BRIDGE_PORT), "--", ...argv];
+export function bridgedArgv(
+  nodeBin: string,
+  socketPath: string,
+  argv: string[],
+  port: number = BRIDGE_PORT,
+): string[] {
+  return [nodeBin, SANDBOX_BRIDGE_SCRIPT, socketPath, String(port), "--", ...argv];
 }

@@ -185,6 +185,36 @@ describe.skipIf(!lane.ok)("Harbor side services on podman", () => {
       expect(hostConnections).toBe(0);
     });
 
+    it("a judge sharing the services sees what the agent stored, even while the agent's bridge listens", async () => {
+      const factory = dockerRuntimeFactory({ bin: "podman", sessionsRoot: join(dir, "sessions") });
+      const judge = await factory.create({
+        sessionId: `iso-${nonce}.eval`,
+        image: lane.ok ? lane.image : "",
+        env: {},
+        limits: {},
+        proxyUrl: "http://127.0.0.1:9",
+        joinServicesOf: `iso-${nonce}`,
+      });
+      try {
+        // The agent's command holds its bridge's port on the shared loopback while the judge runs.
+        const agentBusy = runtime?.exec(["sleep", "4"], { timeoutMs: 30_000 });
+        await new Promise((r) => setTimeout(r, 1500));
+        const got = await judge.exec(
+          [
+            "bash",
+            "-c",
+            'exec 3<>/dev/tcp/kv/8080 && printf "GET /k HTTP/1.0\\r\\n\\r\\n" >&3 && tail -n 1 <&3',
+          ],
+          { timeoutMs: 20_000 },
+        );
+        expect(got.exitCode, got.stderr).toBe(0);
+        expect(got.stdout.trim()).toBe("v");
+        expect((await agentBusy)?.exitCode).toBe(0);
+      } finally {
+        await judge.stop();
+      }
+    }, 120_000);
+
     it("a judge given the network (--allow-verifier-network) reaches the host; one without does not", async () => {
       const factory = dockerRuntimeFactory({ bin: "podman", sessionsRoot: join(dir, "sessions") });
       const spec = { image: lane.ok ? lane.image : "", env: {}, limits: {}, proxyUrl: "http://127.0.0.1:9" };

@@ -85,6 +85,11 @@ describe("compose.ts", () => {
       '    command: ["sh", "-c", "echo $HOME"]\n',
       /services\.api\.command\[2\]: \$VARIABLE/,
     ],
+    [
+      "the bridge's port",
+      '    expose: ["18787"]\n',
+      /services\.api\.expose: port 18787 of the shared loopback is Polar's/,
+    ],
     ["an unknown key", "    stdin_open: true\n", /services\.api: .*stdin_open/],
   ])("refuses %s by name", async (_what, extra, why) => {
     const t = await task(`services:\n  api:\n    build: ./api\n${extra}`);
