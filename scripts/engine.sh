@@ -6,6 +6,7 @@
 #   bash scripts/engine.sh serve [--preset P] [--port 8000] [--model-dir DIR] [--max-new-tokens 128] [-- extra vLLM flags]
 #   bash scripts/engine.sh up [--port 8000] [serve options]   serve in the background, return once healthy
 #   bash scripts/engine.sh down [--port 8000]                 stop what `up` started
+#   bash scripts/engine.sh model-dir [--preset P]             print where the preset's model is built
 #
 # Presets (scripts/engine/presets/P.sh, one file each: model recipe, parsers, context length):
 # qwen3 (the default), smollm2, llama31, gptoss, vision.
@@ -131,5 +132,7 @@ case "${1:-}" in
   serve) shift; serve "$@" ;;
   up) shift; up "$@" ;;
   down) shift; down "$@" ;;
-  *) echo "usage: bash scripts/engine.sh setup [--preset P] | serve|up [--preset P] [--port P] [--model-dir DIR] [--max-new-tokens N] [-- vLLM flags] | down [--port P]" >&2; exit 2 ;;
+  # Where the preset's model lives (built by setup), for callers that copy it to train it.
+  model-dir) echo "$model_dir" ;;
+  *) echo "usage: bash scripts/engine.sh setup [--preset P] | model-dir [--preset P] | serve|up [--preset P] [--port P] [--model-dir DIR] [--max-new-tokens N] [-- vLLM flags] | down [--port P]" >&2; exit 2 ;;
 esac

@@ -3,7 +3,8 @@
 // examples/rl_on_cpu.py: it asks the model the instruction, then sends a follow-up user message
 // in the same conversation, and writes everything the model said to answer.txt for the evaluator.
 // Two calls per session make every trace multi-turn (with token-in-token-out, one spliced trace).
-// Usage: node two-turn-agent.mjs "<instruction>"   (follow-up: $AGENT_FOLLOW_UP)
+// Usage: node two-turn-agent.mjs "<instruction>"   (follow-up: $AGENT_FOLLOW_UP; set to "" for
+// one call only, as examples/trl_pretrained.py's short-answer tasks do)
 import { writeFileSync } from "node:fs";
 
 const instruction = process.argv.slice(2).join(" ");
@@ -32,7 +33,7 @@ async function ask(messages) {
 
 const messages = [{ role: "user", content: instruction }];
 const said = [];
-for (const next of [followUp, null]) {
+for (const next of followUp === "" ? [null] : [followUp, null]) {
   const message = await ask(messages);
   // A random-weight model may open a <think> block: its reasoning is text it sampled too.
   const text = `${message.reasoning ?? message.reasoning_content ?? ""}${message.content ?? ""}`;

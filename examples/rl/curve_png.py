@@ -68,15 +68,21 @@ class _Canvas:
 
 
 def reward_curve_png(
-    versions: Sequence[float], means: Sequence[float], samples: Sequence[Sequence[float]], width: int = 640, height: int = 400
+    versions: Sequence[float],
+    means: Sequence[float],
+    samples: Sequence[Sequence[float]],
+    width: int = 640,
+    height: int = 400,
+    second: tuple[Sequence[float], Sequence[float]] | None = None,
 ) -> bytes:
-    """x: policy version; y: reward in [0, 1]. Grey dots are single samples, the blue line the mean."""
+    """x: policy version; y: reward in [0, 1]. Grey dots are single samples, the blue line the mean;
+    ``second`` (versions, values), e.g. held-out success, is the orange line."""
     c = _Canvas(width, height)
     left, right, top, bottom = 50, width - 20, 20, height - 40
     black, grey, blue = (0, 0, 0), (190, 190, 190), (31, 119, 180)
     c.line(left, bottom, right, bottom, black)
     c.line(left, top, left, bottom, black)
-    vmax = max(max(versions, default=1), 1)
+    vmax = max(max([*versions, *(second[0] if second else [])], default=1), 1)
 
     def xy(v: float, r: float) -> tuple[int, int]:
         return round(left + (right - left) * v / vmax), round(bottom - (bottom - top) * min(max(r, 0.0), 1.0))
@@ -98,4 +104,11 @@ def reward_curve_png(
         c.line(x0, y0, x1, y1, blue, 1)
     for x, y in points:
         c.dot(x, y, blue, 2)
+    if second is not None:
+        orange = (255, 127, 14)
+        held = [xy(v, m) for v, m in zip(*second)]
+        for (x0, y0), (x1, y1) in zip(held, held[1:]):
+            c.line(x0, y0, x1, y1, orange, 1)
+        for x, y in held:
+            c.dot(x, y, orange, 3)
     return c.png()

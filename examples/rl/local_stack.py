@@ -74,16 +74,25 @@ def stop(proc: subprocess.Popen[bytes] | None, sig: int) -> None:
 def copy_tiny_model(model_dir: Path) -> Path:
     """A fresh copy of the engine lane's model (made once, in seconds): each weight sync overwrites
     the weights file the engine reloads from."""
-    if not (TINY / "model.safetensors").exists():
-        subprocess.run(["bash", str(ROOT / "scripts" / "engine.sh"), "setup"], check=True, cwd=ROOT)
+    return copy_preset_model(model_dir, "qwen3")
+
+
+def copy_preset_model(model_dir: Path, preset: str) -> Path:
+    """A fresh copy of an engine preset's model (scripts/engine/presets/<preset>.sh), built first
+    when it is not there yet."""
+    engine = ["bash", str(ROOT / "scripts" / "engine.sh")]
+    source = Path(subprocess.run([*engine, "model-dir", "--preset", preset], check=True, cwd=ROOT,
+                                 capture_output=True, text=True).stdout.strip())  # fmt: skip
+    if not (source / "model.safetensors").exists():
+        subprocess.run([*engine, "setup", "--preset", preset], check=True, cwd=ROOT)
     shutil.rmtree(model_dir, ignore_errors=True)
-    shutil.copytree(TINY, model_dir)
+    shutil.copytree(source, model_dir)
     return model_dir
 
 
 @contextmanager
 def engine_stack(
-    out: Path, model_dir: Path, *, seed: int = 0, run: int = 4, engine_port: int | None = None
+    out: Path, model_dir: Path, *, seed: int = 0, run: int = 4, engine_port: int | None = None, preset: str = "qwen3"
 ) -> Iterator[Stack]:
     """vLLM (float32, processed logprobs, RL endpoints, no prefix cache) serving ``model_dir`` and
     `polar serve` (store ``out/store``) in front of it; ``engine_port`` when the caller needs the
@@ -103,7 +112,7 @@ def engine_stack(
         # Prefix caching off: no KV block computed by older weights serves a request after a sync.
         engine = subprocess.Popen(
             ["bash", str(ROOT / "scripts" / "engine.sh"), "serve", "--port", str(engine_port), "--model-dir",
-             str(model_dir), "--", "--no-enable-prefix-caching", "--seed", str(seed)],
+             str(model_dir), "--preset", preset, "--", "--no-enable-prefix-caching", "--seed", str(seed)],
             stdout=engine_log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT, env=env,
         )  # fmt: skip
         wait_healthy(f"{engine_url}/health", engine, engine_log, 300)

