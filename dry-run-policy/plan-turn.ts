@@ -5,6 +5,7 @@
  */
 
 import { contentText, type OpenAIChatMessageLike } from "../shared/node/qwen3/template-messages.ts";
+import { fillElementRefs } from "./page-elements.ts";
 import {
   chooseAlternative,
   findScriptBlock,
@@ -63,7 +64,10 @@ export function planTurn(input: PlanInput): PlannedTurn {
   const planned: PlannedTurn = { content: "", toolCalls: [] };
   if (turn.reasoning !== undefined) planned.reasoning = turn.reasoning;
   const action = turn.action;
-  if (action.kind === "say") planned.content = action.text;
+  if (action.kind === "say") {
+    const filled = fillElementRefs(action.text, lastUserText(input.messages));
+    planned.content = "text" in filled ? filled.text : filled.error;
+  }
   if (action.kind === "shell") {
     const tools = input.toolChoice === "none" ? undefined : input.tools;
     const tool = findShellTool(tools);
@@ -100,12 +104,16 @@ const STEP_NUMBERS = [
   /<step_info>Step(\d+) maximum:/,
 ];
 
+function lastUserText(messages: readonly OpenAIChatMessageLike[]): string {
+  const last = [...messages].reverse().find((m) => m.role === "user");
+  return last ? contentText(last.content) : "";
+}
+
 /** The turn to take: assistant messages since the script, else a step number the harness wrote. */
 function turnIndex(messages: readonly OpenAIChatMessageLike[], scriptAt: number): number {
   const assistants = messages.slice(scriptAt).filter((m) => m.role === "assistant").length;
   if (assistants > 0) return assistants;
-  const last = [...messages].reverse().find((m) => m.role === "user");
-  const text = last ? contentText(last.content) : "";
+  const text = lastUserText(messages);
   for (const pattern of STEP_NUMBERS) {
     const step = pattern.exec(text);
     if (step) return Math.max(0, Number(step[1]) - 1);

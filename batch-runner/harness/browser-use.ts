@@ -27,6 +27,24 @@ const DRIVER_SOURCE = driverSource("browser_use_driver.py");
  */
 export const DEFAULT_CHROMIUM = "/usr/lib/chromium/chromium";
 
+/**
+ * Chromium's own traffic, off: it resolves no host name but the loopback's (its component
+ * updater, search-engine and extension-update fetches looked up clients2.google.com,
+ * update.googleapis.com, redirector.gvt1.com and start.duckduckgo.com at every start; the sandbox
+ * has no route for them, and now they are not even asked for). A task's `config.browser.args`
+ * replaces this list.
+ */
+export const CHROMIUM_ARGS = [
+  "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-domain-reliability",
+  "--dns-prefetch-disable",
+  "--no-pings",
+  "--disable-dev-shm-usage",
+  "--no-first-run",
+];
+
 function settingsOf(ctx: PresetContext): BrowserUseSettings {
   return parseSettings("browser_use", BrowserUseSettings, ctx.agent.settings);
 }
@@ -56,7 +74,7 @@ export function browserUseSettings(ctx: PresetContext): Record<string, unknown> 
       use_judge: false,
     },
     llm: {},
-    browser: {},
+    browser: { args: CHROMIUM_ARGS },
   };
   return deepMerge(base, settings.config);
 }

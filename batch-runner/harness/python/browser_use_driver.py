@@ -59,16 +59,18 @@ async def run_agent(settings: dict, instruction: str) -> dict:
         **settings["llm"],
     )
     profile = BrowserProfile(
-        executable_path=settings["chromium"],
-        headless=True,
-        # The sandbox the session runs in has no user namespaces left for Chromium's own.
-        chromium_sandbox=False,
-        user_data_dir=settings["profile_dir"],
-        downloads_path=settings["downloads_dir"],
-        # browser-use would fetch ad-block extensions from the Chrome Web Store.
-        enable_default_extensions=False,
-        args=["--disable-dev-shm-usage", "--no-first-run", "--disable-background-networking"],
-        **settings["browser"],
+        **{
+            "executable_path": settings["chromium"],
+            "headless": True,
+            # The session's sandbox leaves Chromium no user namespaces for its own sandbox.
+            "chromium_sandbox": False,
+            "user_data_dir": settings["profile_dir"],
+            "downloads_path": settings["downloads_dir"],
+            # browser-use would fetch ad-block extensions from the Chrome Web Store.
+            "enable_default_extensions": False,
+            # The preset's Chromium flags (no name lookups, no background fetches), then the task's.
+            **settings["browser"],
+        }
     )
     agent_kwargs = dict(settings["agent"])
     max_steps = agent_kwargs.pop("max_steps")
