@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { PresetContext } from "../../batch-runner/harness/preset.ts";
-import { CLI_PRESETS, presetFor } from "../../batch-runner/harness/registry.ts";
+import { CLI_PRESETS, COMPUTER_USE_PRESETS, presetFor } from "../../batch-runner/harness/registry.ts";
 import { AgentSpec, HARNESSES } from "../../shared/schemas/task.ts";
 
 const TOKEN = "payload.signature";
@@ -171,8 +171,9 @@ describe("preset specifics", () => {
 
 describe("agent.harness", () => {
   it("every non-shell harness name has a preset, registered for the runner", () => {
-    expect(Object.keys(CLI_PRESETS).sort()).toEqual(HARNESSES.filter((h) => h !== "shell").sort());
-    for (const [name, preset] of Object.entries(CLI_PRESETS)) expect(presetFor(name)).toBe(preset);
+    const installed = { ...CLI_PRESETS, ...COMPUTER_USE_PRESETS };
+    expect(Object.keys(installed).sort()).toEqual(HARNESSES.filter((h) => h !== "shell").sort());
+    for (const [name, preset] of Object.entries(installed)) expect(presetFor(name)).toBe(preset);
   });
 
   it("an unknown name is a validation error listing the valid ones", () => {
