@@ -1,6 +1,6 @@
 import { Base64Error, base64ToBytes } from "../../shared/encoding/base64.ts";
 import { parseDataUrl } from "../../shared/images/data-url.ts";
-import { IMAGE_MEDIA_TYPES, isImageMediaType, sniffImageType } from "../../shared/images/image-types.ts";
+import { IMAGE_MEDIA_TYPES, sniffImageType, supportedImageType } from "../../shared/images/image-types.ts";
 import type { ChatRequest } from "../chat/types.ts";
 import { CodecError } from "../codecs/codec.ts";
 
@@ -18,7 +18,8 @@ const REMOTE = /^https?:\/\//i;
 
 /**
  * Checks every image part of the normalized request before any engine sees it: inline images must
- * be base64 of a supported type whose bytes carry that type's signature and fit the cap; remote
+ * be base64 labelled with a supported type, whose bytes carry a supported type's signature, within
+ * the cap; remote
  * URLs only when the operator allows them, and only http(s) (a `file:` URL would make the engine
  * read its own disk). Throws CodecError (400) naming the image, the cap or the type.
  */
@@ -51,7 +52,7 @@ function vetOne(url: string, which: string, policy: ImagePolicy): void {
       );
     return;
   }
-  if (!isImageMediaType(data.mediaType))
+  if (!supportedImageType(data.mediaType))
     throw new CodecError(
       400,
       `${which}: image media type ${JSON.stringify(data.mediaType)} is not supported; supported: ${IMAGE_MEDIA_TYPES.join(", ")}`,
@@ -68,11 +69,12 @@ function vetOne(url: string, which: string, policy: ImagePolicy): void {
     throw new CodecError(400, `${which}: the image data does not decode as base64 (${err.message})`);
   }
   if (bytes.byteLength > policy.maxImageBytes) throw overCap(which, bytes.byteLength, policy.maxImageBytes);
-  const actual = sniffImageType(bytes);
-  if (actual !== data.mediaType)
+  // A supported image labelled as another supported type passes: the engine reads the bytes, not
+  // the label (vLLM opens images with PIL), and harnesses do mislabel (a JPEG sent as image/png).
+  if (!sniffImageType(bytes))
     throw new CodecError(
       400,
-      `${which}: the image data is ${actual ? `a ${actual}` : "not a decodable image"}, but its media type says ${data.mediaType}`,
+      `${which}: the image data is not a decodable image (no PNG, JPEG, GIF or WebP signature), though its media type says ${data.mediaType}`,
     );
 }
 

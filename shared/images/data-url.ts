@@ -2,7 +2,10 @@
 const DATA_URL = /^data:([^;,]*)((?:;[^;,=]+=[^;,]*)*);base64,/;
 
 export interface DataUrl {
+  /** As written (case kept); compare through `supportedImageType`. */
   mediaType: string;
+  /** Everything before the payload, e.g. `data:image/png;base64,`. */
+  prefix: string;
   /** The base64 text after the comma (not yet checked). */
   payload: string;
 }
@@ -12,7 +15,7 @@ export function parseDataUrl(url: string): DataUrl | null {
   if (!url.startsWith("data:")) return null;
   const m = DATA_URL.exec(url.slice(0, 256));
   if (!m) return null;
-  return { mediaType: m[1].toLowerCase(), payload: url.slice(m[0].length) };
+  return { mediaType: m[1], prefix: m[0], payload: url.slice(m[0].length) };
 }
 
 export function isDataUrl(url: string): boolean {

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { Base64Error, base64ToBytes, bytesToBase64 } from "../encoding/base64.ts";
 import { parseDataUrl } from "./data-url.ts";
-import { isImageMediaType } from "./image-types.ts";
+import { sniffImageType, supportedImageType } from "./image-types.ts";
 
 /**
  * Images are kept once: a capture stores each image's bytes as its own object,
@@ -59,7 +59,7 @@ export async function externalizeImages<R extends { request: Json; chat_request:
   const blobs: ImageBlob[] = [];
   for (const url of chatImageUrls(rec.chat_request)) {
     const d = parseDataUrl(url);
-    if (!d || byPayload.has(d.payload) || !isImageMediaType(d.mediaType)) continue;
+    if (!d || byPayload.has(d.payload) || !supportedImageType(d.mediaType)) continue;
     let bytes: Uint8Array;
     try {
       bytes = base64ToBytes(d.payload);
@@ -69,7 +69,9 @@ export async function externalizeImages<R extends { request: Json; chat_request:
     }
     const sha256 = await sha256Hex(bytes);
     byPayload.set(d.payload, { sha256, mediaType: d.mediaType });
-    if (!blobs.some((b) => b.sha256 === sha256)) blobs.push({ sha256, mediaType: d.mediaType, bytes });
+    // The object's content type is what its bytes are; the ref keeps the label for an exact restore.
+    const mediaType = sniffImageType(bytes) ?? (supportedImageType(d.mediaType) as string);
+    if (!blobs.some((b) => b.sha256 === sha256)) blobs.push({ sha256, mediaType, bytes });
   }
   if (byPayload.size === 0) return { record: rec, blobs };
   const refs: ImageRef[] = [];
@@ -78,9 +80,10 @@ export async function externalizeImages<R extends { request: Json; chat_request:
     const hit = asUrl ? byPayload.get(asUrl.payload) : byPayload.get(s);
     if (!hit) return null;
     const form = asUrl ? "data_url" : "base64";
-    // A data URL of another type than the one hashed would not round-trip: leave it inline.
-    if (asUrl && asUrl.mediaType !== hit.mediaType) return null;
-    refs.push({ field, path: [...path], sha256: hit.sha256, media_type: hit.mediaType, form });
+    // Only a data URL the restore writes back exactly (its own label, no parameters) is replaced.
+    if (asUrl && asUrl.prefix !== `data:${asUrl.mediaType};base64,`) return null;
+    const media_type = asUrl ? asUrl.mediaType : hit.mediaType;
+    refs.push({ field, path: [...path], sha256: hit.sha256, media_type, form });
     return imagePlaceholder(hit.sha256);
   };
   const request = mapStrings(rec.request, [], swap("request"));

@@ -11,6 +11,13 @@ export function isImageMediaType(t: string): t is ImageMediaType {
   return (IMAGE_MEDIA_TYPES as readonly string[]).includes(t);
 }
 
+/** Names clients use for a supported type: `image/jpg` is common for JPEG. Null if unsupported. */
+export function supportedImageType(t: string): ImageMediaType | null {
+  const lower = t.toLowerCase();
+  if (lower === "image/jpg") return "image/jpeg";
+  return isImageMediaType(lower) ? lower : null;
+}
+
 const SIGNATURES: Record<ImageMediaType, (b: Uint8Array) => boolean> = {
   "image/png": (b) => startsWith(b, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
   "image/jpeg": (b) => startsWith(b, [0xff, 0xd8, 0xff]),

@@ -166,6 +166,22 @@ describe("image parts reach the engine in order", () => {
     expect((restored.request as { messages: unknown }).messages).toEqual(messages);
   });
 
+  it("a supported image under another supported label (image/jpg, a PNG sent as image/jpeg) passes as sent", async () => {
+    const s = await session();
+    const labels = [`data:image/jpg;base64,${b64(PNG_A)}`, `data:image/jpeg;base64,${b64(PNG_B)}`];
+    await openai(proxy, s.token).chat.completions.create({
+      model: "m",
+      messages: [
+        { role: "user", content: labels.map((url) => ({ type: "image_url" as const, image_url: { url } })) },
+      ],
+    });
+    expect(lastImages().map(([u]) => u)).toEqual(labels);
+    const [cap] = await readCaptures(proxy.store, TASK, s.id);
+    expect(engineImages(cap).map((r) => r.media_type)).toEqual(["image/jpg", "image/jpeg"]);
+    const restored = await restoreImages(cap, async (h) => proxy.store.get(keys.imageBlob(h)));
+    expect(JSON.stringify(restored.chat_request)).toContain(labels[1]);
+  });
+
   it("OpenAI Responses input_image with detail, streamed and not", async () => {
     const s = await session();
     const input: OpenAI.Responses.ResponseInput = [

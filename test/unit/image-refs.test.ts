@@ -68,11 +68,15 @@ describe("images kept once", () => {
     expect(back.chat_request).toEqual(rec.chat_request);
   });
 
-  it("leaves a data URL whose type differs from the hashed one inline; text-only records untouched", async () => {
+  it("keeps each data URL's own label, leaves one with parameters inline; text-only records untouched", async () => {
     const rec = withImages();
-    (rec.request.messages[0].content as unknown[]).push({ type: "note", v: url(A, "image/gif") });
-    const { record } = await externalizeImages(rec);
-    expect(JSON.stringify(record.request)).toContain(url(A, "image/gif"));
+    const withParams = `data:image/png;name=a.png;base64,${bytesToBase64(A)}`;
+    (rec.request.messages[0].content as unknown[]).push({ v: url(A, "image/jpg") }, { v: withParams });
+    const { record, blobs } = await externalizeImages(rec);
+    expect(JSON.stringify(record.request)).toContain(withParams);
+    expect(JSON.stringify(record.request)).not.toContain(url(A, "image/jpg"));
+    const get = async (h: string) => blobs.find((b) => b.sha256 === h)?.bytes ?? null;
+    expect((await restoreImages(record, get)).request).toEqual(rec.request);
     const plain = capture([1], [2]);
     const out = await externalizeImages(plain);
     expect(out.record).toBe(plain);
