@@ -88,7 +88,7 @@ describe.skipIf(skipReason !== null)("browser_use under strace in bwrap", () => 
 
   it("ran the session (the browser started and the model was asked)", () => {
     expect(result.status, result.error ?? "").toBe("COMPLETED");
-    expect(result.agent.final_answer).toBe("Done, the name is set.");
+    expect(result.agent?.final_answer).toBe("Done, the name is set.");
   });
 
   it("connects to nothing but the proxy's bridge and ports its own sandbox opened", () => {

@@ -125,7 +125,7 @@ describe.skipIf(skipReason !== null)(
     it("scores the half-done task 0 although the agent claims success", () => {
       const r = result("cu-notifications");
       expect(r.status, account("cu-notifications")).toBe("COMPLETED");
-      expect(r.agent.final_answer).toBe("Notifications are off.");
+      expect(r.agent?.final_answer).toBe("Notifications are off.");
       expect(r.reward).toBe(0);
       expect(r.evaluation?.metadata).toMatchObject({
         state: { values: { email_alerts: false, frequency: "daily" } },
@@ -136,7 +136,7 @@ describe.skipIf(skipReason !== null)(
     it("scores an idle agent 0: no event reached the app", () => {
       const r = result("cu-idle");
       expect(r.status, account("cu-idle")).toBe("COMPLETED");
-      expect(r.agent.final_answer).toBe("Done, the name is set.");
+      expect(r.agent?.final_answer).toBe("Done, the name is set.");
       expect(r.reward).toBe(0);
       expect(r.evaluation?.metadata).toMatchObject({ events: 0, state: { saves: 0 }, wrong: ["full_name"] });
     });
