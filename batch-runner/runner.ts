@@ -73,6 +73,12 @@ export interface RunnerOptions {
    */
   allowVerifierNetwork?: boolean;
   /**
+   * `--service-env NAME,...`: the variables of the runner's environment a task's side services may
+   * take (a Harbor compose file's `- NAME`, `${NAME}`). A service taking one not listed ends its
+   * session ERROR at INIT naming it; the agent never gets them. None by default.
+   */
+  serviceEnv?: readonly string[];
+  /**
    * Lets tasks run in the `process` runtime (on the host, as the runner's user), and lets the runner
    * start without a working bwrap (the default runtime then falls back to `process`). Off by default.
    */
@@ -118,6 +124,7 @@ export async function startRunner(opts: RunnerOptions): Promise<Runner> {
     proxyLimits: opts.proxyLimits,
     taskCeilings: opts.taskCeilings,
     allowVerifierNetwork: opts.allowVerifierNetwork,
+    serviceEnv: opts.serviceEnv,
     runtimes:
       opts.runtimes ??
       sandboxedRuntimes(

@@ -30,6 +30,8 @@ export interface EmbeddedOptions {
   dockerBin?: string;
   /** `--allow-verifier-network`: a judge whose task asks for a network gets one. */
   allowVerifierNetwork?: boolean;
+  /** `--service-env`: variables of this process's environment side services may take. */
+  serviceEnv?: readonly string[];
   /** Aborting stops early: running harnesses are killed, nothing more is started. */
   signal?: AbortSignal;
   /** Where the progress line goes (stderr by default); null for none. */
@@ -110,6 +112,7 @@ export async function runEmbedded(opts: EmbeddedOptions): Promise<EmbeddedResult
       // warning); evaluator modules load from the current directory (never the store or sessions).
       allowUnsandboxed: true,
       allowVerifierNetwork: opts.allowVerifierNetwork,
+      serviceEnv: opts.serviceEnv,
       evaluatorDirs: [process.cwd()],
       filesDirs: [process.cwd()],
       runtimeOptions: { bwrapImageDirs: [process.cwd()], bins: { docker: opts.dockerBin } },

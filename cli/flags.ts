@@ -2,6 +2,7 @@ import { type ParseArgsConfig, parseArgs } from "node:util";
 import { parseTaskCeilings, type TaskCeilings } from "../batch-runner/runtime/task-ceilings.ts";
 import { ENGINES, type EngineName, isEngineName } from "../shared/engines.ts";
 import { openStore, StoreSpecError } from "../shared/node/open-store.ts";
+import { ENV_NAME } from "../shared/schemas/side-service.ts";
 import type { ObjectStore } from "../shared/store/object-store.ts";
 import { UsageError } from "./command.ts";
 import { type LaunchCheck, watchLaunch } from "./launcher.ts";
@@ -143,4 +144,20 @@ export function taskCeilingsFlag(value: string | undefined): TaskCeilings | unde
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
+}
+
+/**
+ * `--service-env NAME[,NAME...]` (repeatable): the variables of this process's environment a task's
+ * side services may take. Polar's own (POLAR_*: the signing key, control token) are never passed.
+ */
+export function serviceEnvFlag(values: string[] | undefined): string[] | undefined {
+  if (values === undefined) return undefined;
+  const names = values.flatMap((v) => v.split(",")).map((n) => n.trim());
+  for (const n of names) {
+    if (!ENV_NAME.test(n))
+      throw new UsageError(`--service-env: ${JSON.stringify(n)} is not an environment variable name`);
+    if (n.startsWith("POLAR_"))
+      throw new UsageError(`--service-env: ${n} is Polar's own setting and never passed to a task's service`);
+  }
+  return [...new Set(names)];
 }

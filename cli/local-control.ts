@@ -33,6 +33,8 @@ export interface LocalControlOptions {
   taskCeilings?: TaskCeilings;
   /** `--allow-verifier-network`: a judge whose task asks for a network gets one. */
   allowVerifierNetwork?: boolean;
+  /** `--service-env`: variables of this process's environment side services may take. */
+  serviceEnv?: readonly string[];
   log?: (line: string) => void;
   onResult?: (result: SessionResult) => void;
   /**
@@ -92,6 +94,7 @@ export async function startLocalControl(opts: LocalControlOptions = {}): Promise
       allowUnsandboxed: opts.allowUnsandboxed,
       taskCeilings: opts.taskCeilings,
       allowVerifierNetwork: opts.allowVerifierNetwork,
+      serviceEnv: opts.serviceEnv,
       log: (line) => log(`[runner] ${line}`),
       onResult: (r) => {
         const why = r.status === "ERROR" && r.error ? `: ${r.error.split("\n", 1)[0]}` : "";

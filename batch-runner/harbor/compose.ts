@@ -1,7 +1,12 @@
 import { posix } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
-import { SERVICE_NAME, type SideService, SideServices } from "../../shared/schemas/side-service.ts";
+import {
+  type FromRunnerEnv,
+  SERVICE_NAME,
+  type SideService,
+  SideServices,
+} from "../../shared/schemas/side-service.ts";
 import { formatIssues } from "../../shared/zod-issues.ts";
 import { BUILD_PREFIX } from "../runtime/image-build-ref.ts";
 import { BRIDGE_PORT, JUDGE_BRIDGE_PORT } from "../runtime/socket-bridge.ts";
@@ -16,8 +21,10 @@ import { entryKind, readTaskFile } from "./task-files.ts";
  * `main` service is the agent's container) -> `runtime.services`. Each other service runs beside the
  * agent's container on one loopback they share and nothing else (docs/runner.md, "Side services"), so
  * what would reach past it (published ports, host volumes, host or other networks, devices,
- * privileges, the runner's own environment) is refused by name with the reason (`REFUSED`); any other
- * unknown key is refused by the strict schema.
+ * privileges) is refused by name with the reason (`REFUSED`); any other unknown key is refused by
+ * the strict schema. A service's environment value taken from the runner's environment (`- NAME`,
+ * `NAME:`, `${NAME}`, `${NAME:-default}`) becomes a `{ from_env }` reference, which the runner fills
+ * only for names its operator allows (`--service-env`); `$VARIABLE` anywhere else is refused.
  */
 export const COMPOSE_FILE = "environment/docker-compose.yaml";
 
@@ -172,16 +179,23 @@ type Service = z.infer<typeof Service>;
 /** The agent's container: Harbor configures it from task.toml and the Dockerfile; only its wait on the services is read. */
 const Main = z.strictObject({ depends_on: DependsOn.optional() });
 
-/** Variables compose would fill from the runner's environment: never (the runner's secrets stay its own). */
+/** Where compose would fill a value from the runner's environment. */
 const INTERPOLATION = /\$\{?[A-Za-z_]/;
+/** A service's `environment`: its values are read by `envValue`, not refused here. */
+const SERVICE_ENV = /^services\..+\.environment$/;
 
-/** Every string of the file with compose's `$$` read as `$`; any `$VAR` or `${VAR}` is refused where it is. */
+/**
+ * Every string of the file with compose's `$$` read as `$`; a `$VAR` or `${VAR}` outside a
+ * service's environment values is refused where it is (the runner's environment reaches a service
+ * only through `--service-env`, and nothing else of the file).
+ */
 function uninterpolated(value: unknown, path: string): unknown {
+  if (SERVICE_ENV.test(path)) return value;
   if (typeof value === "string") {
     if (INTERPOLATION.test(value.replaceAll("$$", "")))
       refuse(
         path || "the file",
-        "$VARIABLE is filled from the runner's environment, which is never passed (write $$ for a literal $)",
+        "$VARIABLE is filled from the runner's environment, which reaches only a service's environment values (write $$ for a literal $)",
       );
     return value.replaceAll("$$", "$");
   }
@@ -193,11 +207,41 @@ function uninterpolated(value: unknown, path: string): unknown {
   return value;
 }
 
+const VAR = "[A-Za-z_][A-Za-z0-9_]*";
+/** A whole value that is one variable: `$NAME`, `${NAME}`, `${NAME<op><arg>}` (compose's forms). */
+const WHOLE_VAR = new RegExp(`^\\$(?:(${VAR})|\\{(${VAR})(?:(:?[-?+])([^}]*))?\\})$`);
+
+/** A compose environment value -> a literal, or a reference to the runner's environment. */
+function envValue(raw: string, where: string): string | FromRunnerEnv {
+  if (!INTERPOLATION.test(raw.replaceAll("$$", ""))) return raw.replaceAll("$$", "$");
+  const m = WHOLE_VAR.exec(raw);
+  if (!m)
+    return refuse(
+      where,
+      "a value mixing text and $VARIABLE: only a whole value is taken from the runner's environment (write it as $NAME alone, or $$ for a literal $)",
+    );
+  const name = (m[1] ?? m[2]) as string;
+  const [op, arg = ""] = [m[3], m[4]];
+  // `${NAME?err}` / `${NAME:?err}`: required, which a reference is (unset ends the session at INIT).
+  if (op === undefined || op === "?" || op === ":?") return { from_env: name };
+  if (op === ":-") {
+    if (INTERPOLATION.test(arg.replaceAll("$$", "")))
+      refuse(where, "a default naming another $VARIABLE is not read");
+    return { from_env: name, default: arg.replaceAll("$$", "$") };
+  }
+  return refuse(
+    where,
+    op === "-"
+      ? `\${${name}-...} (its default only when unset, not when empty) is not read: write \${${name}:-...}`
+      : `\${${name}${op}...} (a value only when the variable is set) is not read`,
+  );
+}
+
 function refuse(where: string, why: string): never {
   throw new HarborTaskRefused(`${COMPOSE_FILE}: ${where}: ${why}`);
 }
 
-function envOf(name: string, env: Service["environment"]): Record<string, string> {
+function envOf(name: string, env: Service["environment"]): SideService["env"] {
   if (env === undefined) return {};
   const pairs = Array.isArray(env)
     ? env.map((e): [string, string | null] => {
@@ -205,14 +249,40 @@ function envOf(name: string, env: Service["environment"]): Record<string, string
         return at < 0 ? [e, null] : [e.slice(0, at), e.slice(at + 1)];
       })
     : Object.entries(env).map(([k, v]): [string, string | null] => [k, v === null ? null : String(v)]);
-  const out: Record<string, string> = {};
+  const out: SideService["env"] = {};
   for (const [k, v] of pairs) {
-    if (v === null)
-      refuse(
-        `services.${name}.environment.${k}`,
-        "a value taken from the runner's environment is never passed; give it a value",
+    const where = `services.${name}.environment.${k}`;
+    // `- NAME` and `NAME:` with no value: compose takes the runner's NAME.
+    out[k] = v === null ? { from_env: k } : envValue(v, where);
+  }
+  return out;
+}
+
+/** Names that say a service talks to something on the internet (an API's key, token, endpoint). */
+const INTERNET_HINT = /KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|_URL$|_ENDPOINT$|_HOST$/i;
+
+/**
+ * The import's warnings for services taking values from the runner's environment: which variable,
+ * the switch that passes it, what happens without it, and that a service that evidently calls out
+ * (it takes an API key) has no network here.
+ */
+export function serviceEnvWarnings(services: SideService[]): string[] {
+  const out: string[] = [];
+  for (const s of services) {
+    const refs = Object.entries(s.env).filter((e): e is [string, FromRunnerEnv] => typeof e[1] !== "string");
+    for (const [key, ref] of refs)
+      out.push(
+        `${COMPOSE_FILE}: services.${s.name}.environment.${key} is taken from the runner's environment (${ref.from_env}): ` +
+          `it reaches this service only on a runner started with --service-env ${ref.from_env}` +
+          (ref.default === undefined
+            ? "; without it, or with it unset there, the session ends ERROR at INIT naming it"
+            : `; otherwise the service gets its default ${JSON.stringify(ref.default)}`),
       );
-    out[k] = v;
+    const online = refs.map(([, r]) => r.from_env).filter((n) => INTERNET_HINT.test(n));
+    if (online.length)
+      out.push(
+        `${COMPOSE_FILE}: services.${s.name} takes ${online.join(", ")}, evidently to call a service on the internet: it has no network here (only the loopback it shares with the agent), so those calls will fail`,
+      );
   }
   return out;
 }

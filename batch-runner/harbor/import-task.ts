@@ -4,7 +4,7 @@ import { isValidId } from "../../shared/ids.ts";
 import { RUNNER_CONFIG_FILES } from "../../shared/schemas/task-settings.ts";
 import { buildRef, PREBUILT_PREFIX } from "../runtime/image-build-ref.ts";
 import { artifactPaths } from "./artifacts.ts";
-import { composeServicesField } from "./compose.ts";
+import { composeServicesField, serviceEnvWarnings } from "./compose.ts";
 import { readDockerfile } from "./dockerfile.ts";
 import { rewritePaths } from "./harbor-paths.ts";
 import { HarborTaskRefused } from "./harbor-refusal.ts";
@@ -170,6 +170,8 @@ export async function importHarborTask(dir: string, opts: ImportOptions): Promis
     ...verifierWarnings(toml, (await entryKind(dir, "environment/docker-compose.yaml")) === "file"),
   );
   const inImage = build || prebuilt !== null;
+  const composed = inImage ? await composeServicesField(resolve(dir)) : {};
+  warnings.push(...serviceEnvWarnings(composed.services ?? []));
   // Runner config the task asks for or its tests read is the agent's deliverable: let it reach the judge.
   const stepTexts = (stepped?.steps ?? []).flatMap((s) => [s.instruction, ...Object.values(s.tests)]);
   const named = globsNamedIn(
@@ -205,7 +207,7 @@ export async function importHarborTask(dir: string, opts: ImportOptions): Promis
               image: buildRef(resolve(dir, "environment"), toml.environment?.build_timeout_sec),
             }
           : {}),
-      ...(inImage ? await composeServicesField(resolve(dir)) : {}),
+      ...composed,
       ...(inImage ? judgeRuntimeFields(toml) : {}),
       ...(skills.prepare ? { prepare: [skills.prepare] } : {}),
       env: { ...docker.env, ...(toml.environment?.env ?? {}) },

@@ -12,6 +12,7 @@ import { loadCaptures } from "../reconstruction/load-captures.ts";
 import { RUNNER_DEFAULTS } from "../runner-defaults.ts";
 import { limitReason } from "../runtime/limits.ts";
 import { type Runtime, RuntimeSpecRefused } from "../runtime/runtime.ts";
+import { checkServiceEnv } from "../runtime/service-env.ts";
 import { checkTaskCeilings } from "../runtime/task-ceilings.ts";
 import { isCancelled } from "./cancellation.ts";
 import { judgeSpecOf } from "./judge-spec.ts";
@@ -91,6 +92,8 @@ export async function initSession(
 
   // Before anything is built: a task over the operator's ceilings is refused whoever submitted it.
   configured(() => checkTaskCeilings(task, deps.taskCeilings));
+  // A service's variable this runner may not pass (or does not have) ends the session here, naming it.
+  configured(() => checkServiceEnv(task.runtime.services, deps.serviceEnv ?? [], process.env));
   const preset = configured(() => deps.presetFor(task.agent.harness));
   const evaluator = await deps.resolveEvaluator(task.evaluator.strategy).catch((err: Error) => {
     throw new TaskConfigError(err.message);
@@ -108,6 +111,7 @@ export async function initSession(
     defaultLimits: deps.sessionLimits,
     proxyUrl: deps.proxyUrl,
     services: task.runtime.services,
+    serviceEnv: deps.serviceEnv ?? [],
   };
   // Started now, so an evaluator's runtime is built off the critical path, while the agent runs.
   const fresh = freshRuntimes({

@@ -36,6 +36,8 @@ export interface SessionDeps {
   taskCeilings?: TaskCeilings;
   /** `--allow-verifier-network`: a judge whose task asks for a network gets one (off by default). */
   allowVerifierNetwork?: boolean;
+  /** `--service-env`: names of the runner's environment side services may take (none by default). */
+  serviceEnv?: readonly string[];
   /** Proxy base URL as the host sees it. */
   proxyUrl: string;
   /** POLAR_SIGNING_KEY; null when the proxy runs with `--auth off` (the token is then the session id). */

@@ -73,7 +73,7 @@ export class DockerRuntime extends BridgedRuntime {
     this.net = opts.net ?? null;
     this.buildOpts = opts.build ?? null;
     this.services = spec.services?.length
-      ? new SideServices(opts.engine, containerNameOf(id), spec.services)
+      ? new SideServices(opts.engine, containerNameOf(id), spec.services, spec.serviceEnv)
       : null;
   }
 

@@ -61,6 +61,11 @@ export interface RuntimeSpecInput {
   proxyUrl: string;
   /** Containers started beside this one on a loopback only they share (docker only; side-services.ts). */
   services?: SideService[];
+  /**
+   * Names of the runner's environment its operator lets side services take (`--service-env`); a
+   * service's `{ from_env }` outside them refuses the session (service-env.ts). Never the agent's.
+   */
+  serviceEnv?: readonly string[];
   /** A judge's: join the side services of the (live) session with this id instead of starting its own. */
   joinServicesOf?: string;
   /** A judge's network (`--allow-verifier-network`): "public" is the engine's default network; else none. */

@@ -5,6 +5,7 @@ import { type ContainerEngine, engineEnv } from "./container-engine.ts";
 import { type BuildOptions, buildImage } from "./image-build.ts";
 import { buildContextOf, prebuiltImageOf } from "./image-build-ref.ts";
 import { RuntimeSpecRefused } from "./runtime-spec-refused.ts";
+import { serviceEnvOf } from "./service-env.ts";
 import { spawnGroup } from "./spawn-group.ts";
 
 /**
@@ -78,11 +79,19 @@ export class SideServices {
   /** The session's container name; the services' names derive from it. */
   private readonly prefix: string;
   private readonly services: SideService[];
+  /** Names of the runner's environment the operator lets services take (`--service-env`). */
+  private readonly allowedEnv: readonly string[];
 
-  constructor(engine: ContainerEngine, prefix: string, services: SideService[]) {
+  constructor(
+    engine: ContainerEngine,
+    prefix: string,
+    services: SideService[],
+    allowedEnv: readonly string[] = [],
+  ) {
     this.engine = engine;
     this.prefix = prefix;
     this.services = services;
+    this.allowedEnv = allowedEnv;
     this.cli = [engine.bin, ...engine.globalFlags];
     this.names = serviceContainerNames(prefix, services);
   }
@@ -101,6 +110,8 @@ export class SideServices {
    * agent's) and each service in dependency order, and waits for each to be healthy.
    */
   async start(o: { sessionRoot: string; holderImage: string; build: BuildOptions }): Promise<ServiceNet> {
+    // Before anything is built or started: a variable the runner may not pass refuses the session.
+    for (const s of this.services) serviceEnvOf(s, this.allowedEnv, process.env);
     const images = new Map<string, string>();
     for (const s of this.services) images.set(s.name, await this.imageOf(s, o.build));
     const hostsFile = join(o.sessionRoot, "hosts");
@@ -161,6 +172,8 @@ export class SideServices {
 
   private async startOne(s: SideService, image: string, net: ServiceNet): Promise<void> {
     const limits = { ...SERVICE_DEFAULT_LIMITS, ...s.limits };
+    // Read from the runner's environment only now, and handed to the engine's CLI only (never argv).
+    const env = serviceEnvOf(s, this.allowedEnv, process.env);
     const [entry, ...entryArgs] = s.entrypoint ?? [];
     const argv = [
       "run",
@@ -178,7 +191,7 @@ export class SideServices {
       "--pids-limit",
       String(limits.pids),
       // `-e NAME` reads the value from the CLI's environment: values stay out of argv (ps).
-      ...Object.keys(s.env).flatMap((k) => ["-e", k]),
+      ...Object.keys(env).flatMap((k) => ["-e", k]),
       ...(s.workdir ? ["-w", s.workdir] : []),
       ...(s.user ? ["--user", s.user] : []),
       ...(entry !== undefined ? ["--entrypoint", entry] : []),
@@ -186,7 +199,7 @@ export class SideServices {
       ...entryArgs,
       ...(s.command ?? []),
     ];
-    const res = await this.run(argv, 300_000, s.env);
+    const res = await this.run(argv, 300_000, env);
     if (res.exitCode !== 0)
       throw new RuntimeSpecRefused(
         `side service ${s.name}: ${this.engine.bin} run failed (${res.exitCode}): ${tailOf(res.stderr)}`,

@@ -6,13 +6,14 @@ import {
 } from "../../batch-runner/runner-defaults.ts";
 import { type Command, UsageError } from "../command.ts";
 import { RunSetupError, runEmbedded } from "../embedded.ts";
-import { engineFlag, intFlag, parseFlags, upstreamFlag } from "../flags.ts";
+import { engineFlag, intFlag, parseFlags, serviceEnvFlag, upstreamFlag } from "../flags.ts";
 import { summaryTable } from "../task-summary.ts";
 import { readTasksFile } from "../tasks-file.ts";
 
 const usage = `Usage: polar run TASKS.jsonl [--upstream URL] [--engine vllm|sglang] [--out DIR]
                  [--run N] [--init N] [--ready N] [--postrun N] [--max-receives N] [--skip-invalid]
                  [--docker-bin docker|podman] [--allow-verifier-network]
+                 [--service-env NAME[,NAME...]]
 
 Everything in one process: the proxy (token auth, random signing key), a batch runner, an in-memory
 queue and a directory store under DIR (the store is DIR/store). Without --upstream the dry-run
@@ -35,6 +36,9 @@ defaults and examples: docs/tasks.md); the whole file is checked before anything
   --allow-verifier-network
                      a Harbor task's verifier gets the engine's network when its task asks
                      (runtime.judge_network); the agent never has one (as \`polar runner\`)
+  --service-env NAME[,NAME...]
+                     variables of this process's environment a task's side services may take;
+                     never the agent's; one not listed ends its session ERROR at INIT (as \`polar runner\`)
 
 Prints progress (with each failed session's reason), then a table per task: sessions by status,
 mean reward and the shard (DIR/store/trajectories/{task_id}.parquet). Exit status: 0 when every
@@ -61,6 +65,7 @@ const command: Command = {
         "skip-invalid": { type: "boolean" },
         "docker-bin": { type: "string" },
         "allow-verifier-network": { type: "boolean" },
+        "service-env": { type: "string", multiple: true },
       },
       strict: true,
       allowPositionals: true,
@@ -113,6 +118,7 @@ const command: Command = {
         maxReceives,
         dockerBin: values["docker-bin"],
         allowVerifierNetwork: values["allow-verifier-network"] === true,
+        serviceEnv: serviceEnvFlag(values["service-env"]),
       });
     } catch (err) {
       if (err instanceof RunSetupError) {

@@ -14,6 +14,7 @@ import {
   numberFlag,
   parseFlags,
   queueFlag,
+  serviceEnvFlag,
   storeFlag,
   taskCeilingsFlag,
   weakSigningKeyWarning,
@@ -34,6 +35,7 @@ const usage = `Usage: polar runner --queue memory|SQS_URL --store DIR|s3://bucke
                     [--session-memory-mb N] [--session-pids N] [--session-disk-mb N] [--session-output-mb N]
                     [--session-max-in-flight N] [--session-tokens-per-minute N]
                     [--max-task-limits NAME=N,...] [--allow-verifier-network]
+                    [--service-env NAME[,NAME...]]
 
 A batch runner: receives SessionJobs, runs each session through INIT -> READY -> RUNNING -> POSTRUN
 and writes results/{task}/{session}.json and the task's group shard when its last session lands.
@@ -102,12 +104,17 @@ and writes results/{task}/{session}.json and the task's group shard when its las
                        an evaluator's fresh runtime (a Harbor task's verifier) gets the container
                        engine's network when its task asks for one (runtime.judge_network); the
                        agent's runtime never has one. Off by default (docker backend only)
+  --service-env NAME[,NAME...]
+                       variables of this runner's environment a task's side services may take (a
+                       Harbor compose file's \`- NAME\`, \`\${NAME}\`): passed to that service only,
+                       never to the agent; a service taking a name not listed, or listed but unset,
+                       ends its session ERROR at INIT naming it. None by default (repeatable)
 
 Environment: POLAR_SIGNING_KEY (the proxy's key; unset = the proxy runs with --auth off),
 AWS_* and AWS_ENDPOINT_URL_SQS for SQS, AWS_ENDPOINT_URL_S3 for s3:// stores; none of it reaches a
 session. See docs/runner.md and docs/security.md.`;
 
-type MultiFlag = "evaluator-dir" | "files-dir" | "callback-allow-host" | "bwrap-image-dir";
+type MultiFlag = "evaluator-dir" | "files-dir" | "callback-allow-host" | "bwrap-image-dir" | "service-env";
 type RunnerFlagValues = { [k: string]: string | undefined } & { [k in MultiFlag]?: string[] } & {
   "allow-unsandboxed"?: boolean;
   "allow-verifier-network"?: boolean;
@@ -156,6 +163,7 @@ const command: Command = {
         "files-dir": { type: "string", multiple: true },
         "callback-allow-host": { type: "string", multiple: true },
         "bwrap-image-dir": { type: "string", multiple: true },
+        "service-env": { type: "string", multiple: true },
       },
       strict: true,
       allowPositionals: false,
@@ -229,6 +237,7 @@ const command: Command = {
       harnessCacheDir: values["harness-cache"],
       allowUnsandboxed: values["allow-unsandboxed"] === true,
       allowVerifierNetwork: values["allow-verifier-network"] === true,
+      serviceEnv: serviceEnvFlag(values["service-env"]),
       evaluatorDirs: values["evaluator-dir"],
       filesDirs: values["files-dir"],
       callbackAllowHosts: values["callback-allow-host"],

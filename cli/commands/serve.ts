@@ -4,6 +4,7 @@ import {
   intFlag,
   numberFlag,
   parseFlags,
+  serviceEnvFlag,
   taskCeilingsFlag,
   untilSignal,
   upstreamFlag,
@@ -12,6 +13,7 @@ import {
 const usage = `Usage: polar serve [--upstream URL] [--engine vllm|sglang] [--port 8787] [--host 127.0.0.1]
                    [--out DIR] [--control-token T] [--run N] [--log-requests] [--allow-unsandboxed]
                    [--max-task-limits NAME=N,...] [--allow-verifier-network]
+                   [--service-env NAME[,NAME...]]
 
 The task control API locally, in one command: the proxy with POST/GET/DELETE /v1/tasks and
 /openapi.json, an in-memory queue, a directory store under DIR/store and a batch runner in this
@@ -35,6 +37,9 @@ as signed local download URLs, as an S3 store would presign them. Then, from ano
                      one ends ERROR at INIT naming it (as \`polar runner\`)
   --allow-verifier-network
                      a Harbor task's verifier gets a network when its task asks (as \`polar runner\`)
+  --service-env NAME[,NAME...]
+                     variables of this process's environment a task's side services may take;
+                     never the agent's; one not listed ends its session ERROR at INIT (as \`polar runner\`)
 
 Jobs live in this process: queued sessions are lost when it stops (results already written stay,
 and resubmitting reruns only the sessions without one). For a fleet use \`polar proxy
@@ -58,6 +63,7 @@ const command: Command = {
         "allow-unsandboxed": { type: "boolean" },
         "allow-verifier-network": { type: "boolean" },
         "max-task-limits": { type: "string" },
+        "service-env": { type: "string", multiple: true },
       },
       strict: true,
       allowPositionals: true,
@@ -82,6 +88,7 @@ const command: Command = {
         logRequests: values["log-requests"] === true,
         allowUnsandboxed: values["allow-unsandboxed"] === true,
         allowVerifierNetwork: values["allow-verifier-network"] === true,
+        serviceEnv: serviceEnvFlag(values["service-env"]),
         taskCeilings: taskCeilingsFlag(values["max-task-limits"]),
         routes: viewerRoutes,
       });

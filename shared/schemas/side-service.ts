@@ -15,6 +15,23 @@ export const MAX_SERVICES = 8;
 
 const Seconds = z.number().positive().max(3600);
 
+/** An environment variable's name (the service's and the runner's). */
+export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const EnvName = z.string().regex(ENV_NAME, "an environment variable name");
+
+/**
+ * A value the runner takes from its own environment (compose's `- NAME`, `NAME:`, `${NAME}`,
+ * `${NAME:-default}`), passed to this service only when the operator allows the name
+ * (`--service-env NAME`); never to the agent. Allowed but unset (or empty) is an error at INIT
+ * unless there is a default; not allowed is an error unless there is a default, which is then what
+ * the service gets (as compose with the variable unset).
+ */
+export const FromRunnerEnv = z.strictObject({
+  from_env: EnvName,
+  default: z.string().optional(),
+});
+export type FromRunnerEnv = z.infer<typeof FromRunnerEnv>;
+
 export const ServiceHealthcheck = z.strictObject({
   /** argv run in the service's container (`sh -c` for compose's CMD-SHELL); exit 0 is healthy. */
   test: z.array(z.string()).min(1),
@@ -33,7 +50,7 @@ export const SideService = z.strictObject({
   image: z.string().min(1),
   entrypoint: z.array(z.string()).optional(),
   command: z.array(z.string()).optional(),
-  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
+  env: z.record(EnvName, z.union([z.string(), FromRunnerEnv])).default({}),
   workdir: z.string().startsWith("/").optional(),
   user: z.string().min(1).optional(),
   healthcheck: ServiceHealthcheck.optional(),

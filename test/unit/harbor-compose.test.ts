@@ -73,13 +73,6 @@ describe("compose.ts", () => {
     ["network_mode host", "    network_mode: host\n", /services\.api\.network_mode:/],
     ["devices", '    devices: ["/dev/kvm"]\n', /services\.api\.devices: no device/],
     ["cap_add", '    cap_add: ["NET_ADMIN"]\n', /services\.api\.cap_add/],
-    ["the runner's env", "    environment:\n      - AWS_SECRET_ACCESS_KEY\n", /never passed/],
-    [
-      "interpolation",
-      // biome-ignore lint/suspicious/noTemplateCurlyInString: compose's own interpolation syntax
-      '    environment:\n      KEY: "${API_KEY}"\n',
-      /services\.api\.environment\.KEY: .*never passed/,
-    ],
     [
       "interpolation in a command",
       '    command: ["sh", "-c", "echo $HOME"]\n',

@@ -1,0 +1,185 @@
+/* biome-ignore-all lint/suspicious/noTemplateCurlyInString: compose's own interpolation syntax */
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readComposeServices, serviceEnvWarnings } from "../../batch-runner/harbor/compose.ts";
+import { HarborTaskRefused } from "../../batch-runner/harbor/harbor-refusal.ts";
+import { RuntimeSpecRefused } from "../../batch-runner/runtime/runtime-spec-refused.ts";
+import { checkServiceEnv, serviceEnvOf } from "../../batch-runner/runtime/service-env.ts";
+import { serviceEnvFlag } from "../../cli/flags.ts";
+import { SideService } from "../../shared/schemas/side-service.ts";
+
+/**
+ * A compose environment value taken from the runner's environment becomes a `{ from_env }`
+ * reference at import, and reaches the service only for names the operator allows (`--service-env`).
+ */
+let dir: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "polar-service-env-"));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function envOfCompose(environment: string): Promise<SideService["env"]> {
+  const t = await mkdtemp(join(dir, "t-"));
+  await mkdir(join(t, "environment", "api"), { recursive: true });
+  await writeFile(join(t, "environment", "api", "Dockerfile"), "FROM x\n");
+  await writeFile(
+    join(t, "environment", "docker-compose.yaml"),
+    `services:\n  api:\n    build: ./api\n    environment:\n${environment}`,
+  );
+  const [api] = await readComposeServices(t);
+  return (api as SideService).env;
+}
+
+async function refusalOf(environment: string): Promise<string> {
+  const err = await envOfCompose(environment).catch((e) => e);
+  expect(err).toBeInstanceOf(HarborTaskRefused);
+  return (err as Error).message;
+}
+
+describe("compose environment -> runtime.services env", () => {
+  it.each([
+    ["a list entry without =", "      - API_KEY\n", { API_KEY: { from_env: "API_KEY" } }],
+    ["a mapping key without a value", "      API_KEY:\n", { API_KEY: { from_env: "API_KEY" } }],
+    ["$NAME", "      - KEY=$API_KEY\n", { KEY: { from_env: "API_KEY" } }],
+    ["${NAME}", "      - KEY=${API_KEY}\n", { KEY: { from_env: "API_KEY" } }],
+    ["${NAME} in a mapping", '      KEY: "${API_KEY}"\n', { KEY: { from_env: "API_KEY" } }],
+    ["${NAME:?message} (required)", "      - KEY=${API_KEY:?set it}\n", { KEY: { from_env: "API_KEY" } }],
+    ["${NAME?message} (required)", "      - KEY=${API_KEY?set it}\n", { KEY: { from_env: "API_KEY" } }],
+    [
+      "${NAME:-default}",
+      "      - MODEL=${SIM_MODEL:-claude}\n",
+      { MODEL: { from_env: "SIM_MODEL", default: "claude" } },
+    ],
+    [
+      "${NAME:-} (an empty default)",
+      "      - MODEL=${SIM_MODEL:-}\n",
+      { MODEL: { from_env: "SIM_MODEL", default: "" } },
+    ],
+    [
+      "$$ in a default and literals",
+      "      - P=${PRICE:-$$5}\n      - LIT=cost $$5\n      - N=3\n",
+      { P: { from_env: "PRICE", default: "$5" }, LIT: "cost $5", N: "3" },
+    ],
+    ["a number in a mapping", "      PORT: 8000\n", { PORT: "8000" }],
+  ])("reads %s", async (_what, environment, env) => {
+    expect(await envOfCompose(environment)).toEqual(env);
+  });
+
+  it.each([
+    ["text around a variable", "      - AUTH=Bearer ${TOKEN}\n", /AUTH: a value mixing text and \$VARIABLE/],
+    ["two variables", "      - URL=$HOST$PATH\n", /URL: a value mixing text/],
+    ["a default naming a variable", "      - A=${A:-$B}\n", /A: a default naming another \$VARIABLE/],
+    [
+      "${NAME-default}",
+      "      - A=${A-x}\n",
+      /A: \$\{A-\.\.\.\} \(its default only when unset.*write \$\{A:-\.\.\.\}/,
+    ],
+    ["${NAME:+alt}", "      - A=${A:+x}\n", /A: \$\{A:\+\.\.\.\} .* is not read/],
+  ])("refuses %s by name", async (_what, environment, why) => {
+    expect(await refusalOf(environment)).toMatch(why);
+  });
+
+  it("still refuses $VARIABLE outside a service's environment values", async () => {
+    const t = await mkdtemp(join(dir, "t-"));
+    await mkdir(join(t, "environment"), { recursive: true });
+    await writeFile(
+      join(t, "environment", "docker-compose.yaml"),
+      "services:\n  api:\n    image: ${IMAGE}\n",
+    );
+    const err = await readComposeServices(t).catch((e) => e);
+    expect(err.message).toMatch(/services\.api\.image: \$VARIABLE is filled from the runner's environment/);
+  });
+});
+
+describe("SideService env schema", () => {
+  const base = { name: "api", image: "x" };
+  it.each([
+    ["an unknown key beside from_env", { K: { from_env: "A", secret: "v" } }],
+    ["a from_env that is not a variable name", { K: { from_env: "A-B" } }],
+    ["an empty from_env", { K: { from_env: "" } }],
+    ["a default that is not a string", { K: { from_env: "A", default: 5 } }],
+    ["a number value", { K: 5 }],
+    ["an env key that is not a name", { "K=1": "v" }],
+  ])("refuses %s", (_what, env) => {
+    expect(SideService.safeParse({ ...base, env }).success).toBe(false);
+  });
+  it("takes a literal and a reference", () => {
+    const env = { A: "lit", B: { from_env: "B" }, C: { from_env: "X", default: "" } };
+    expect(SideService.parse({ ...base, env }).env).toEqual(env);
+  });
+});
+
+describe("serviceEnvOf (run time)", () => {
+  const svc = SideService.parse({
+    name: "api",
+    image: "x",
+    env: { MODE: "test", KEY: { from_env: "API_KEY" }, MODEL: { from_env: "SIM_MODEL", default: "small" } },
+  });
+  const runnerEnv = { API_KEY: "s3cret", SIM_MODEL: "big", OTHER: "x" };
+
+  it("fills an allowed, set name; the default stands for a name not allowed", () => {
+    expect(serviceEnvOf(svc, ["API_KEY"], runnerEnv)).toEqual({
+      MODE: "test",
+      KEY: "s3cret",
+      MODEL: "small",
+    });
+    expect(serviceEnvOf(svc, ["API_KEY", "SIM_MODEL", "OTHER"], runnerEnv)).toEqual({
+      MODE: "test",
+      KEY: "s3cret",
+      MODEL: "big",
+    });
+  });
+
+  it("refuses a name not allowed, naming it and the switch", () => {
+    expect(() => serviceEnvOf(svc, [], runnerEnv)).toThrow(RuntimeSpecRefused);
+    expect(() => serviceEnvOf(svc, ["SIM_MODEL"], runnerEnv)).toThrow(
+      "runtime.services api: env KEY takes API_KEY from the runner's environment, which this runner does not pass to services (start it with --service-env API_KEY)",
+    );
+  });
+
+  it("refuses an allowed name that is unset or empty (never a silent empty value)", () => {
+    for (const env of [{}, { API_KEY: "" }])
+      expect(() => checkServiceEnv([svc], ["API_KEY"], env)).toThrow(
+        /env KEY takes API_KEY .* which --service-env allows but does not set/,
+      );
+    // An empty value with a default: the default (compose's `:-`).
+    expect(serviceEnvOf(svc, ["API_KEY", "SIM_MODEL"], { API_KEY: "k", SIM_MODEL: "" }).MODEL).toBe("small");
+  });
+});
+
+describe("import warnings", () => {
+  it("name the variable and the switch, and say the service has no internet here", () => {
+    const services = [
+      SideService.parse({
+        name: "user-server",
+        image: "x",
+        env: { ANTHROPIC_API_KEY: { from_env: "ANTHROPIC_API_KEY" }, M: { from_env: "M", default: "" } },
+      }),
+      SideService.parse({ name: "db", image: "x", env: { MODE: "test" } }),
+    ];
+    const w = serviceEnvWarnings(services);
+    expect(w).toHaveLength(3);
+    expect(w[0]).toMatch(
+      /services\.user-server\.environment\.ANTHROPIC_API_KEY is taken from the runner's environment .*--service-env ANTHROPIC_API_KEY; without it, .* ERROR at INIT/,
+    );
+    expect(w[1]).toMatch(/--service-env M; otherwise the service gets its default ""/);
+    expect(w[2]).toMatch(
+      /services\.user-server takes ANTHROPIC_API_KEY, evidently .* it has no network here/,
+    );
+  });
+});
+
+describe("--service-env", () => {
+  it("takes comma lists and repeats; refuses a bad name and Polar's own variables", () => {
+    expect(serviceEnvFlag(undefined)).toBeUndefined();
+    expect(serviceEnvFlag(["A,B", "C", "A"])).toEqual(["A", "B", "C"]);
+    expect(() => serviceEnvFlag(["A-B"])).toThrow(/"A-B" is not an environment variable name/);
+    expect(() => serviceEnvFlag(["A,"])).toThrow(/"" is not/);
+    expect(() => serviceEnvFlag(["POLAR_SIGNING_KEY"])).toThrow(/Polar's own setting/);
+  });
+});
