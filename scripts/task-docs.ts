@@ -125,7 +125,7 @@ export const TABLES: Record<string, { schema: z.ZodType; fields: Record<string, 
         "`64`",
       ],
       "runtime.services": [
-        'Side services (docker backend only): containers started beside the agent\'s before the harness, on one loopback only they share, reached by `name`; each `{name, image, entrypoint?, command?, env, workdir?, user?, healthcheck?, depends_on, limits}`, healthy before the agent starts (else ERROR at INIT); `polar import-harbor` writes them from `environment/docker-compose.yaml` (docs/runner.md, "Side services").',
+        'Side services (docker backend only): containers started beside the agent\'s before the harness, on one loopback only they share, reached by `name`; each `{name, image, entrypoint?, command?, env, workdir?, user?, healthcheck?, depends_on, limits}`, healthy before the agent starts (else ERROR at INIT); an `env` value `{"from_env": "NAME", "default"?}` is taken from the runner\'s environment only on a runner started with `--service-env NAME` (else ERROR at INIT naming it, or the default); `polar import-harbor` writes them from `environment/docker-compose.yaml` (docs/runner.md, "Side services").',
         '`[{"name": "kv", "image": "build:/srv/tasks/t/environment/kv"}]`',
       ],
       "runtime.judge_services": [
