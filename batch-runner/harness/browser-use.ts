@@ -16,7 +16,6 @@ import { renderCommand } from "./shell.ts";
 const DIR = ".polar/browser-use";
 const DRIVER = `${DIR}/driver.py`;
 const SETTINGS = `${DIR}/settings.json`;
-const FONTS = `${DIR}/fonts.conf`;
 /** Where browser-use keeps the files its agent writes (its `write_file` action), kept as an artifact. */
 const FILE_SYSTEM = `${DIR}/files`;
 const DRIVER_SOURCE = driverSource("browser_use_driver.py");
@@ -67,6 +66,9 @@ export function browserUseSettings(ctx: PresetContext): Record<string, unknown> 
     serve: settings.serve === undefined ? null : renderCommand(settings.serve, ctx),
     start_url: settings.start_url ?? null,
     app_ready_seconds: settings.app_ready_seconds,
+    // "xvfb": a window on a virtual X display started in the sandbox (Debian's `xvfb`), not headless.
+    display: "headless",
+    screen: "1280x800x24",
     agent: {
       max_steps: 20,
       // Its judge is one more model call after the episode, grading the agent's own claim; the
@@ -77,22 +79,6 @@ export function browserUseSettings(ctx: PresetContext): Record<string, unknown> 
     browser: { args: CHROMIUM_ARGS },
   };
   return deepMerge(base, settings.config);
-}
-
-/**
- * Chromium finds fonts through fontconfig, whose /etc/fonts the sandbox does not bind: without
- * this file every screenshot's text would be empty boxes.
- */
-export function fontsConf(ctx: PresetContext): string {
-  return [
-    '<?xml version="1.0"?>',
-    '<!DOCTYPE fontconfig SYSTEM "urn:fontconfig:fonts.dtd">',
-    "<fontconfig>",
-    "  <dir>/usr/share/fonts</dir>",
-    `  <cachedir>${joinPath(ctx.homeDir, ".cache/fontconfig")}</cachedir>`,
-    "</fontconfig>",
-    "",
-  ].join("\n");
 }
 
 /** The driver's last stdout line: `{"polar_result": {"done", "success", "answer", "steps", "errors"}}`. */
@@ -117,7 +103,6 @@ export const browserUse: HarnessPreset = {
     return {
       [DRIVER]: DRIVER_SOURCE,
       [SETTINGS]: prettyJson(browserUseSettings(ctx)),
-      [FONTS]: fontsConf(ctx),
     };
   },
 
@@ -130,7 +115,6 @@ export const browserUse: HarnessPreset = {
       BROWSER_USE_DISABLE_EXTENSIONS: "1",
       BROWSER_USE_CALCULATE_COST: "false",
       BROWSER_USE_CONFIG_DIR: joinPath(ctx.homeDir, ".config/browseruse"),
-      FONTCONFIG_FILE: joinPath(ctx.homeDir, FONTS),
       // Its first-start banner and colours only clutter the kept stdout.
       NO_COLOR: "1",
     });

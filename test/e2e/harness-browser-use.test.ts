@@ -32,6 +32,9 @@ const skipReason = !bwrapWorks
     ? `no Chromium at ${CHROMIUM} (apt-get install chromium)`
     : null;
 if (skipReason) console.log(`browser_use e2e skipped: ${skipReason}`);
+/** Debian's `xvfb`: one more session runs the browser with a window on a virtual display. */
+const HAVE_XVFB = spawnSync("Xvfb", ["-version"]).error === undefined;
+if (!HAVE_XVFB) console.log("Xvfb missing (apt-get install xvfb): the virtual-display session is skipped");
 
 interface Run {
   output: string;
@@ -81,7 +84,14 @@ describe.skipIf(skipReason !== null)(
       const examples = await exampleTasks();
       const profile = examples.get("cu-profile-name");
       if (!profile) throw new Error("examples/computer-use/tasks.jsonl lost cu-profile-name");
-      const tasks = [profile, examples.get("cu-notifications"), idleTask(profile)];
+      // The idle agent's browser gets a window on Xvfb (where installed): a fourth session would
+      // cost this test a third more time.
+      const idle = idleTask(profile);
+      if (HAVE_XVFB) {
+        const agent = profile.agent as { settings: Record<string, unknown> };
+        idle.agent = { ...agent, settings: { ...agent.settings, config: { display: "xvfb" } } };
+      }
+      const tasks = [profile, examples.get("cu-notifications"), idle];
       const tasksFile = join(dir, "tasks.jsonl");
       await writeFile(tasksFile, `${tasks.map((t) => JSON.stringify(t)).join("\n")}\n`);
       const polar = [process.execPath, POLAR, "run", tasksFile, "--out", join(dir, "out"), "--run", "3"];
@@ -140,6 +150,22 @@ describe.skipIf(skipReason !== null)(
       expect(r.reward).toBe(0);
       expect(r.evaluation?.metadata).toMatchObject({ events: 0, state: { saves: 0 }, wrong: ["full_name"] });
     });
+
+    it.skipIf(!HAVE_XVFB)(
+      "runs the idle agent's browser in a window on Xvfb inside the sandbox",
+      async () => {
+        const r = result("cu-idle");
+        expect(r.status, account("cu-idle")).toBe("COMPLETED");
+        const key = (r.artifacts ?? []).find((k) => k.endsWith("/harness/stdout.txt")) ?? "";
+        const stdout = new TextDecoder().decode((await run.store.get(key)) ?? new Uint8Array());
+        const line = stdout.trim().split("\n").at(-1) ?? "";
+        // The driver names the X display it started; a headless run says "headless".
+        expect(JSON.parse(line).polar_result.display).toMatch(/^:\d+$/);
+        const [capture] = run.captures.get("cu-idle") ?? [];
+        const [image] = await requestImages(run.store, capture);
+        expect([...image.subarray(0, 4)]).toEqual(PNG);
+      },
+    );
 
     it("captures every call in OpenAI Chat shape with its screenshot (a PNG, kept in the store)", async () => {
       const expectedCalls = { "cu-profile-name": 2, "cu-notifications": 2, "cu-idle": 1 };

@@ -33,15 +33,13 @@ describe("browser_use preset", () => {
     expect(preset.provider).toBe("openai_chat");
   });
 
-  it("writes the driver, its settings and a fontconfig file under HOME, no token in any", () => {
+  it("writes the driver and its settings under HOME, no token in either", () => {
     const files = preset.configFiles(ctx());
     expect(Object.keys(files).sort()).toEqual([
       ".polar/browser-use/driver.py",
-      ".polar/browser-use/fonts.conf",
       ".polar/browser-use/settings.json",
     ]);
     for (const text of Object.values(files)) expect(text).not.toContain(TOKEN);
-    expect(files[".polar/browser-use/fonts.conf"]).toContain("<dir>/usr/share/fonts</dir>");
     const settings = driverSettings(ctx());
     expect(settings).toMatchObject({
       model: "Qwen/Qwen3-VL-8B",
@@ -107,7 +105,6 @@ describe("browser_use preset", () => {
       BROWSER_USE_CLOUD_SYNC: "false",
       BROWSER_USE_VERSION_CHECK: "false",
       BROWSER_USE_DISABLE_EXTENSIONS: "1",
-      FONTCONFIG_FILE: `${HOME}/.polar/browser-use/fonts.conf`,
       EXTRA: "1",
     });
   });

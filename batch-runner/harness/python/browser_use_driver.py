@@ -1,10 +1,12 @@
-"""Runs a browser-use agent headless for a Polar session and prints one JSON line.
+"""Runs a browser-use agent for a Polar session and prints one JSON line.
 
 browser-use is a library, not a CLI: this is the small driver the preset runs. It starts the
 task's web app (`serve`, a shell command, when the task has one) inside the same sandbox, so the
 browser reaches it on 127.0.0.1 with no network path beside the proxy; launches the system's
 Chromium headless with its profile under HOME; and runs one agent whose LLM is browser-use's
 ChatOpenAI pointed at the proxy (OpenAI Chat Completions, screenshots as image parts).
+With `display: "xvfb"` the browser runs with a window on a virtual X display (Xvfb, started
+here, inside the sandbox) instead of headless.
 Settings come from the JSON file named in argv[1]; the API key from POLAR_API_KEY.
 """
 
@@ -37,6 +39,25 @@ def wait_for(url: str, app: subprocess.Popen | None, timeout_s: float) -> None:
             time.sleep(0.1)
 
 
+def start_xvfb(screen: str) -> tuple[subprocess.Popen, str]:
+    """Xvfb on the first free display (it writes the number it took to -displayfd), no TCP."""
+    read_fd, write_fd = os.pipe()
+    xvfb = subprocess.Popen(
+        ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", screen, "-nolisten", "tcp"],
+        pass_fds=(write_fd,),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    os.close(write_fd)
+    with os.fdopen(read_fd) as f:
+        number = f.readline().strip()
+    if not number.isdigit():
+        stop_app(xvfb)
+        raise RuntimeError(f"Xvfb did not start (exit {xvfb.poll()}): no display number")
+    return xvfb, f":{number}"
+
+
 def stop_app(app: subprocess.Popen | None) -> None:
     if app is None or app.poll() is not None:
         return
@@ -61,7 +82,7 @@ async def run_agent(settings: dict, instruction: str) -> dict:
     profile = BrowserProfile(
         **{
             "executable_path": settings["chromium"],
-            "headless": True,
+            "headless": settings["display"] == "headless",
             # The session's sandbox leaves Chromium no user namespaces for its own sandbox.
             "chromium_sandbox": False,
             "user_data_dir": settings["profile_dir"],
@@ -101,13 +122,20 @@ async def run_agent(settings: dict, instruction: str) -> dict:
 def main() -> int:
     with open(sys.argv[1], encoding="utf-8") as f:
         settings = json.load(f)
+    if settings["display"] not in ("headless", "xvfb"):
+        raise SystemExit(f'display: "headless" or "xvfb", not {settings["display"]!r}')
+    xvfb = None
+    if settings["display"] == "xvfb":
+        xvfb, os.environ["DISPLAY"] = start_xvfb(settings["screen"])
     app = start_app(settings["serve"]) if settings.get("serve") else None
     try:
         if settings.get("start_url"):
             wait_for(settings["start_url"], app, settings["app_ready_seconds"])
         result = asyncio.run(run_agent(settings, sys.argv[2]))
+        result["display"] = os.environ.get("DISPLAY") if xvfb else "headless"
     finally:
         stop_app(app)
+        stop_app(xvfb)
     print(json.dumps({"polar_result": result}))
     # Whether the agent finished (`done`) is the preset's to read from the result line.
     return 0
