@@ -27,6 +27,10 @@ import { POLAR } from "./polar-run-process.ts";
  * the reason and the service's log, and one whose service fails to build, with the build's tail. And the isolation: on the services' loopback the agent reaches
  * `kv` by name, but not a server on the host's 127.0.0.1, the host's own addresses, or the engine's
  * bridge gateway.
+ * A second fixture (secret-echo) takes a secret from the runner's environment in its compose file:
+ * allowed (`--service-env`), its service answers the verifier that it got it (reward 1); a copy taking
+ * a name the runner did not allow ends ERROR at INIT naming it; the value is nowhere in the store,
+ * the sessions' files or the run's output, though the agent printed its whole environment.
  */
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const FIXTURES = join(ROOT, "test", "fixtures", "harbor-services");
@@ -85,6 +89,9 @@ describe.skipIf(!lane.ok)("Harbor side services on podman", () => {
   let dir: string;
   let env: NodeJS.ProcessEnv;
   const nonce = randomBytes(6).toString("hex");
+  // The shape the fixture's service checks for; the other is set in the runner but never allowed.
+  const secret = `polar-secret-${randomBytes(6).toString("hex")}`;
+  const otherSecret = `polar-secret-${randomBytes(6).toString("hex")}`;
 
   beforeAll(async () => {
     if (!lane.ok) return;
@@ -95,6 +102,8 @@ describe.skipIf(!lane.ok)("Harbor side services on podman", () => {
       POLAR_BASE_IMAGES: `debian:bookworm-slim=${lane.image},perl:5-slim=${PERL_IMAGE}`,
       POLAR_BUILD_DIRS: dir,
       POLAR_SESSIONS_DIR: join(dir, "sessions"),
+      ECHO_SERVICE_TOKEN: secret,
+      ECHO_OTHER_TOKEN: otherSecret,
     };
   }, 300_000);
 
@@ -258,6 +267,14 @@ describe.skipIf(!lane.ok)("Harbor side services on podman", () => {
         join(broken, "environment", "kv", "Dockerfile"),
         `FROM perl:5-slim\nRUN echo "SERVICE-BUILD-FAILS-${nonce}" && exit 3\n`,
       );
+      // And one whose service takes a variable the runner does not allow (though it has it).
+      const refused = join(collection, "secret-refused");
+      await cp(join(collection, "secret-echo"), refused, { recursive: true });
+      const refusedCompose = join(refused, "environment", "docker-compose.yaml");
+      await writeFile(
+        refusedCompose,
+        (await readFile(refusedCompose, "utf8")).replace("ECHO_SERVICE_TOKEN", "ECHO_OTHER_TOKEN"),
+      );
       const imported = await polar(["import-harbor", collection, "--harness", "pi"], env, 60_000);
       expect(imported.code, imported.stderr).toBe(0);
       const byId = Object.fromEntries(
@@ -270,24 +287,58 @@ describe.skipIf(!lane.ok)("Harbor side services on podman", () => {
       const solution = (await readFile(join(FIXTURES, "kv-store", "solution", "solve.sh"), "utf8"))
         .split("\n")
         .filter((l) => l.trim() !== "" && !l.startsWith("#"));
-      const { "kv-store": kv, "kv-unhealthy": sickTask, "kv-broken": brokenTask } = byId;
+      const {
+        "kv-store": kv,
+        "kv-unhealthy": sickTask,
+        "kv-broken": brokenTask,
+        "secret-echo": echo,
+        "secret-refused": echoRefused,
+      } = byId;
+      // The agent prints its environment: a marker of its own must reach the store, the secret must not.
+      const echoSolution = ["env", "cat /proc/self/environ"];
+      const agentMarker = { ...echo.runtime.env, AGENT_MARKER: `agent-env-${nonce}` };
       const tasks = [
         { ...kv, task_id: "kv-solved", instruction: kv.instruction + script(solution) },
         { ...kv, task_id: "kv-idle", instruction: kv.instruction + script([]) },
         { ...sickTask, instruction: sickTask.instruction + script(solution) },
         { ...brokenTask, instruction: brokenTask.instruction + script(solution) },
+        {
+          ...echo,
+          task_id: "secret-allowed",
+          runtime: { ...echo.runtime, env: agentMarker },
+          instruction: echo.instruction + script(echoSolution),
+        },
+        { ...echoRefused, instruction: echoRefused.instruction + script(echoSolution) },
       ];
       const tasksFile = join(dir, "tasks.jsonl");
       await writeFile(tasksFile, `${tasks.map((t) => JSON.stringify(t)).join("\n")}\n`);
       run = await polar(
-        ["run", tasksFile, "--out", join(dir, "out"), "--run", "4", "--docker-bin", "podman"],
+        [
+          "run",
+          tasksFile,
+          "--out",
+          join(dir, "out"),
+          "--run",
+          "4",
+          "--docker-bin",
+          "podman",
+          "--service-env",
+          "ECHO_SERVICE_TOKEN",
+        ],
         env,
-        400_000,
+        480_000,
       );
       const store = new DirectoryStore(join(dir, "out", "store"));
-      for (const id of ["kv-solved", "kv-idle", "kv-unhealthy", "kv-broken"])
+      for (const id of [
+        "kv-solved",
+        "kv-idle",
+        "kv-unhealthy",
+        "kv-broken",
+        "secret-allowed",
+        "secret-refused",
+      ])
         results[id] = await readTaskResults(store, id);
-    }, 520_000);
+    }, 600_000);
 
     it("scores the solved variant 1 (the judge reads the agent's service) and the idle one 0", () => {
       const out = `${run.stdout}\n${run.stderr}`;
@@ -318,10 +369,38 @@ describe.skipIf(!lane.ok)("Harbor side services on podman", () => {
       expect(r?.agent ?? null).toBeNull();
     });
 
+    it("passes an allowed variable of the runner to the service (reward 1); one not allowed ends ERROR at INIT naming it", () => {
+      const out = `${run.stdout}\n${run.stderr}`;
+      const [allowed] = results["secret-allowed"] ?? [];
+      expect(allowed?.status, `${allowed?.error}\n${out}`).toBe("COMPLETED");
+      expect(allowed?.reward, JSON.stringify(allowed?.evaluation)).toBe(1);
+      const [refused] = results["secret-refused"] ?? [];
+      expect(refused?.status).toBe("ERROR");
+      expect(refused?.error).toContain(
+        "runtime.services echo: env ECHO_TOKEN takes ECHO_OTHER_TOKEN from the runner's environment, which this runner does not pass to services (start it with --service-env ECHO_OTHER_TOKEN)",
+      );
+      expect(refused?.agent ?? null).toBeNull();
+    });
+
+    it("keeps the secrets out of the store, the sessions' files and the run's output; the agent's own env is there", () => {
+      const grep = (needle: string) =>
+        spawnSync("grep", ["-rlaF", needle, join(dir, "out"), join(dir, "sessions")], {
+          encoding: "utf8",
+        }).stdout.trim();
+      // The search can see what the agent printed: its own marker is in the captures.
+      expect(grep(`agent-env-${nonce}`)).not.toBe("");
+      for (const value of [secret, otherSecret]) {
+        expect(grep(value)).toBe("");
+        expect(`${run.stdout}\n${run.stderr}`).not.toContain(value);
+      }
+    });
+
     it("leaves no container of the sessions behind (services and their network holders)", () => {
       const ps = spawnSync("podman", ["ps", "-a", "--format", "{{.Names}}"], { encoding: "utf8" });
       expect(
-        ps.stdout.split("\n").filter((n) => /^polar-(kv-(solved|idle|unhealthy|broken)|iso-|judge-)/.test(n)),
+        ps.stdout
+          .split("\n")
+          .filter((n) => /^polar-(kv-(solved|idle|unhealthy|broken)|secret-|iso-|judge-)/.test(n)),
       ).toEqual([]);
     });
   });
