@@ -120,6 +120,8 @@ async function stream(
     stampEngineVersions(facts, await g.engineVersions.end(up, call.engineVersionStart));
     const record = buildCaptureRecord(facts);
     g.fairShare.charge(facts.identity, costOfCall(record, requestBytes(facts)));
+    // Counted as generate.ts counts the other calls: a live stream's outcome is no less an outcome.
+    if (record.tito) g.metrics.tito(record.tito);
     try {
       await writeCapture(g.store, record, {
         ...g.captureRetry,

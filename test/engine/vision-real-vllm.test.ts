@@ -171,6 +171,9 @@ describe.skipIf(!engine.ok)(
       expect(texts(streamed)).toEqual(texts(json));
       const [c1, c2] = await expectEngineFaithful(id, [1, 1]);
       expect(c2.prompt_token_ids).toEqual(c1.prompt_token_ids);
+      // Counted where an operator sees it: the OpenAI session's two calls and these two.
+      const metrics = await (await fetch(`${proxy.url}/metrics`)).text();
+      expect(metrics).toMatch(/polar_proxy_tito_calls_total\{outcome="fallback:media"\} 4\n/);
     }, 120_000);
 
     it("the generate endpoint carries the image with the template's one placeholder, not with the expanded ids", async () => {
