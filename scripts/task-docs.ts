@@ -307,7 +307,7 @@ export const TABLES: Record<string, { schema: z.ZodType; fields: Record<string, 
       extra_args: ["Arguments for the driver's Python interpreter.", '`["-X", "dev"]`'],
       max_retries: ["Retries of a failed model call (ChatOpenAI's `max_retries`), 0..10.", "`0`"],
       config: [
-        "Deep-merged over the driver's settings: `agent` (browser-use `Agent` arguments, e.g. `max_steps`), `llm` (`ChatOpenAI` fields), `browser` (`BrowserProfile` fields), `chromium` (the binary).",
+        'Deep-merged over the driver\'s settings: `agent` (browser-use `Agent` arguments, e.g. `max_steps`), `llm` (`ChatOpenAI` fields), `browser` (`BrowserProfile` fields), `chromium` (the binary), `display` (`"headless"` or `"xvfb"`: a window on a virtual display).',
         '`{"agent": {"max_steps": 5}}`',
       ],
       serve: [
