@@ -43,3 +43,32 @@ export function checkServiceEnv(
 ): void {
   for (const s of services) serviceEnvOf(s, allowed, runnerEnv);
 }
+
+/**
+ * The values services took from the runner's environment, value -> its name: what a service's log
+ * tail or healthcheck output must not carry into a session's `error` (a service that prints its
+ * key while failing to start).
+ */
+export function runnerValues(
+  services: SideService[],
+  allowed: readonly string[],
+  runnerEnv: NodeJS.ProcessEnv,
+): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const s of services)
+    for (const value of Object.values(s.env)) {
+      if (typeof value === "string" || !allowed.includes(value.from_env)) continue;
+      const given = runnerEnv[value.from_env];
+      if (given) out.set(given, value.from_env);
+    }
+  return out;
+}
+
+/** `text` with each of `values` replaced by a note naming its variable. */
+export function redactValues(text: string, values: Map<string, string>): string {
+  let out = text;
+  // Longest first, so a value holding another is replaced whole.
+  for (const [value, name] of [...values].sort((a, b) => b[0].length - a[0].length))
+    out = out.replaceAll(value, `[${name}: redacted]`);
+  return out;
+}

@@ -5,7 +5,7 @@ import { type ContainerEngine, engineEnv } from "./container-engine.ts";
 import { type BuildOptions, buildImage } from "./image-build.ts";
 import { buildContextOf, prebuiltImageOf } from "./image-build-ref.ts";
 import { RuntimeSpecRefused } from "./runtime-spec-refused.ts";
-import { serviceEnvOf } from "./service-env.ts";
+import { redactValues, runnerValues, serviceEnvOf } from "./service-env.ts";
 import { spawnGroup } from "./spawn-group.ts";
 
 /**
@@ -202,7 +202,7 @@ export class SideServices {
     const res = await this.run(argv, 300_000, env);
     if (res.exitCode !== 0)
       throw new RuntimeSpecRefused(
-        `side service ${s.name}: ${this.engine.bin} run failed (${res.exitCode}): ${tailOf(res.stderr)}`,
+        `side service ${s.name}: ${this.engine.bin} run failed (${res.exitCode}): ${this.redacted(tailOf(res.stderr))}`,
       );
   }
 
@@ -211,9 +211,14 @@ export class SideServices {
     return res.exitCode === 0 && res.stdout.trim() === "true";
   }
 
+  /** Service output bound for a session's `error`, without the values taken from the runner's environment. */
+  private redacted(text: string): string {
+    return redactValues(text, runnerValues(this.services, this.allowedEnv, process.env));
+  }
+
   private async logTail(s: SideService): Promise<string> {
     const res = await this.run(["logs", "--tail", String(LOG_TAIL_LINES), this.containerOf(s)]);
-    return tailOf(`${res.stdout}\n${res.stderr}`) || "(no output)";
+    return this.redacted(tailOf(`${res.stdout}\n${res.stderr}`) || "(no output)");
   }
 
   /** Running, and healthy when it has a healthcheck (compose's rules: start_period, then retries). */
@@ -245,7 +250,7 @@ export class SideServices {
       if (!(await this.running(s))) throw await exited();
       last = check.timedOut
         ? `timed out after ${h.timeout_seconds} s`
-        : `exited ${check.exitCode}: ${tailOf(`${check.stdout}\n${check.stderr}`).slice(-500) || "(no output)"}`;
+        : `exited ${check.exitCode}: ${this.redacted(tailOf(`${check.stdout}\n${check.stderr}`)).slice(-500) || "(no output)"}`;
       // Failures in the start period do not count (compose's start_period).
       if (Date.now() - started >= h.start_period_seconds * 1000) failures++;
       if (failures >= h.retries || Date.now() >= deadline)

@@ -6,7 +6,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readComposeServices, serviceEnvWarnings } from "../../batch-runner/harbor/compose.ts";
 import { HarborTaskRefused } from "../../batch-runner/harbor/harbor-refusal.ts";
 import { RuntimeSpecRefused } from "../../batch-runner/runtime/runtime-spec-refused.ts";
-import { checkServiceEnv, serviceEnvOf } from "../../batch-runner/runtime/service-env.ts";
+import {
+  checkServiceEnv,
+  redactValues,
+  runnerValues,
+  serviceEnvOf,
+} from "../../batch-runner/runtime/service-env.ts";
 import { serviceEnvFlag } from "../../cli/flags.ts";
 import { SideService } from "../../shared/schemas/side-service.ts";
 
@@ -149,6 +154,34 @@ describe("serviceEnvOf (run time)", () => {
       );
     // An empty value with a default: the default (compose's `:-`).
     expect(serviceEnvOf(svc, ["API_KEY", "SIM_MODEL"], { API_KEY: "k", SIM_MODEL: "" }).MODEL).toBe("small");
+  });
+});
+
+describe("a service's output bound for a session's error", () => {
+  it("carries none of the values taken from the runner's environment", () => {
+    const svc = SideService.parse({
+      name: "api",
+      image: "x",
+      env: {
+        KEY: { from_env: "API_KEY" },
+        T: { from_env: "TOKEN" },
+        LIT: "visible",
+        D: { from_env: "D", default: "dflt" },
+      },
+    });
+    const env = { API_KEY: "sk-abc", TOKEN: "sk-abcdef", D: "", OTHER: "other" };
+    const values = runnerValues([svc], ["API_KEY", "TOKEN", "D"], env);
+    expect(values).toEqual(
+      new Map([
+        ["sk-abc", "API_KEY"],
+        ["sk-abcdef", "TOKEN"],
+      ]),
+    );
+    expect(redactValues("key=sk-abc token=sk-abcdef visible dflt other", values)).toBe(
+      "key=[API_KEY: redacted] token=[TOKEN: redacted] visible dflt other",
+    );
+    // A name the operator did not allow was never passed: nothing of it to hide.
+    expect(runnerValues([svc], ["API_KEY"], env).has("sk-abcdef")).toBe(false);
   });
 });
 
