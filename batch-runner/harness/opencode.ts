@@ -109,9 +109,11 @@ export const opencode: HarnessPreset = {
       "--auto",
       ...(settings.title ? ["--title", settings.title] : []),
       ...settings.extra_args,
-      ctx.instruction,
     ];
-    return { argv, env, stdin: "" };
+    // The instruction goes on stdin: `opencode run` joins its message words and wraps one holding a
+    // space in quotes with its own quotes escaped, so as an argument every instruction reached the
+    // model as `"...\"..."` (run's message handling in the 1.18.33 binary); stdin is taken as is.
+    return { argv, env, stdin: ctx.instruction };
   },
 
   parseOutput(stdout, _stderr, exitCode) {

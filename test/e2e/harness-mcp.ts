@@ -89,6 +89,12 @@ export function describeMcpE2E(harness: CliHarnessName, calls: readonly string[]
       expect(result.reward).toBe(1);
     });
 
+    it("the model reads the instruction as written (its JSON arguments unaltered)", () => {
+      const written = JSON.stringify(instruction(calls)).slice(1, -1);
+      const first = withServer.captures[0];
+      expect(JSON.stringify(first?.request ?? null)).toContain(written);
+    });
+
     it("without agent.mcp_servers the tool is not there: reward 0", () => {
       const { result, captures } = without;
       expect(captures.length).toBeGreaterThan(0);
