@@ -1,4 +1,4 @@
-import { writeFile } from "node:fs/promises";
+import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { SERVICE_DEFAULT_LIMITS, type SideService } from "../../shared/schemas/side-service.ts";
 import { type ContainerEngine, engineEnv } from "./container-engine.ts";
@@ -81,6 +81,8 @@ export class SideServices {
   private readonly services: SideService[];
   /** Names of the runner's environment the operator lets services take (`--service-env`). */
   private readonly allowedEnv: readonly string[];
+  /** Where each service's env file is written for its `run` (outside every sandbox). */
+  private sessionRoot = "";
 
   constructor(
     engine: ContainerEngine,
@@ -101,8 +103,9 @@ export class SideServices {
     return this.names;
   }
 
-  private run(args: string[], timeoutMs = 60_000, env: Record<string, string> = {}) {
-    return spawnGroup([...this.cli, ...args], { env: { ...engineEnv(), ...env }, cwd: "/", timeoutMs });
+  /** The engine's CLI, with only what finds the engine in its environment (never the task's variables). */
+  private run(args: string[], timeoutMs = 60_000) {
+    return spawnGroup([...this.cli, ...args], { env: engineEnv(), cwd: "/", timeoutMs });
   }
 
   /**
@@ -122,6 +125,7 @@ export class SideServices {
     ];
     await writeFile(hostsFile, `${hosts.join("\n")}\n`);
     const net: ServiceNet = { holder: this.names[0] as string, hostsFile };
+    this.sessionRoot = o.sessionRoot;
     const holder = await this.run([
       "run",
       "-d",
@@ -172,8 +176,23 @@ export class SideServices {
 
   private async startOne(s: SideService, image: string, net: ServiceNet): Promise<void> {
     const limits = { ...SERVICE_DEFAULT_LIMITS, ...s.limits };
-    // Read from the runner's environment only now, and handed to the engine's CLI only (never argv).
+    // Read from the runner's environment only now. The values go in a file only the runner reads
+    // (never argv, which `ps` shows), and never into the engine CLI's own environment: a task's
+    // variable named CONTAINERS_CONF, DOCKER_HOST or PATH would otherwise steer the engine itself.
     const env = serviceEnvOf(s, this.allowedEnv, process.env);
+    const multiline = Object.keys(env).find((k) => /[\r\n\0]/.test(env[k] as string));
+    if (multiline !== undefined)
+      throw new RuntimeSpecRefused(
+        `side service ${s.name}: env ${multiline} holds a line break or NUL, which an env file cannot carry`,
+      );
+    const envFile = join(this.sessionRoot, `service-${s.name}.env`);
+    await writeFile(
+      envFile,
+      Object.entries(env)
+        .map(([k, v]) => `${k}=${v}\n`)
+        .join(""),
+      { mode: 0o600 },
+    );
     const [entry, ...entryArgs] = s.entrypoint ?? [];
     const argv = [
       "run",
@@ -191,7 +210,8 @@ export class SideServices {
       "--pids-limit",
       String(limits.pids),
       // `-e NAME` reads the value from the CLI's environment: values stay out of argv (ps).
-      ...Object.keys(env).flatMap((k) => ["-e", k]),
+      "--env-file",
+      envFile,
       ...(s.workdir ? ["-w", s.workdir] : []),
       ...(s.user ? ["--user", s.user] : []),
       ...(entry !== undefined ? ["--entrypoint", entry] : []),
@@ -199,7 +219,7 @@ export class SideServices {
       ...entryArgs,
       ...(s.command ?? []),
     ];
-    const res = await this.run(argv, 300_000, env);
+    const res = await this.run(argv, 300_000).finally(() => rm(envFile, { force: true }));
     if (res.exitCode !== 0)
       throw new RuntimeSpecRefused(
         `side service ${s.name}: ${this.engine.bin} run failed (${res.exitCode}): ${this.redacted(tailOf(res.stderr))}`,

@@ -216,3 +216,79 @@ describe("--service-env", () => {
     expect(() => serviceEnvFlag(["POLAR_SIGNING_KEY"])).toThrow(/Polar's own setting/);
   });
 });
+
+describe("SideServices hands a service its env through a file, never the engine CLI's own environment", () => {
+  it("keeps a task's CONTAINERS_CONF, DOCKER_HOST, PATH away from the engine, and the secret out of argv", async () => {
+    const { SideServices } = await import("../../batch-runner/runtime/side-services.ts");
+    const root = await mkdtemp(join(dir, "engine-"));
+    const calls = join(root, "calls");
+    // A stand-in engine binary (a real process): records its argv, its environment and the env file it was given.
+    const bin = join(root, "fake-podman");
+    await writeFile(
+      bin,
+      `#!/bin/bash
+n=$(date +%s%N)
+printf '%s\\n' "$@" > "${calls}.$n.argv"
+env > "${calls}.$n.env"
+while [ $# -gt 0 ]; do
+  if [ "$1" = --env-file ]; then cp "$2" "${calls}.$n.file"; ls -l "$2" | cut -c1-10 > "${calls}.$n.mode"; fi
+  shift
+done
+echo true
+`,
+      { mode: 0o755 },
+    );
+    const svc = SideService.parse({
+      name: "api",
+      image: "localhost/x",
+      env: {
+        CONTAINERS_CONF: "/srv/tasks/t/environment/evil.conf",
+        DOCKER_HOST: "tcp://203.0.113.1:2375",
+        PATH: "/nowhere",
+        KEY: { from_env: "SVC_SECRET" },
+      },
+    });
+    const secret = `secret-${Date.now()}`;
+    process.env.SVC_SECRET = secret;
+    try {
+      const services = new SideServices(
+        { bin, kind: "podman", globalFlags: [], runFlags: [] },
+        "polar-t",
+        [svc],
+        ["SVC_SECRET"],
+      );
+      await services.start({ sessionRoot: root, holderImage: "localhost/x", build: {} as never });
+    } finally {
+      delete process.env.SVC_SECRET;
+    }
+    const { readdir, readFile } = await import("node:fs/promises");
+    const files = await readdir(root);
+    const envs = await Promise.all(
+      files
+        .filter((f) => f.endsWith(".env") && f.startsWith("calls."))
+        .map((f) => readFile(join(root, f), "utf8")),
+    );
+    const argvs = await Promise.all(
+      files.filter((f) => f.endsWith(".argv")).map((f) => readFile(join(root, f), "utf8")),
+    );
+    expect(envs.length).toBeGreaterThanOrEqual(3);
+    for (const e of envs) {
+      expect(e).not.toMatch(/^(CONTAINERS_CONF|DOCKER_HOST|KEY)=/m);
+      expect(e).toContain(`PATH=${process.env.PATH}`);
+      expect(e).not.toContain(secret);
+    }
+    for (const a of argvs) expect(a).not.toContain(secret);
+    const [given] = await Promise.all(
+      files.filter((f) => f.endsWith(".file")).map((f) => readFile(join(root, f), "utf8")),
+    );
+    expect(given).toBe(
+      `CONTAINERS_CONF=/srv/tasks/t/environment/evil.conf\nDOCKER_HOST=tcp://203.0.113.1:2375\nPATH=/nowhere\nKEY=${secret}\n`,
+    );
+    const [mode] = await Promise.all(
+      files.filter((f) => f.endsWith(".mode")).map((f) => readFile(join(root, f), "utf8")),
+    );
+    expect(mode?.trim()).toBe("-rw-------");
+    // Removed once the service's `run` returned.
+    expect(files.filter((f) => f.startsWith("service-"))).toEqual([]);
+  });
+});
