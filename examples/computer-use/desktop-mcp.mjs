@@ -31,7 +31,7 @@ function flag(name) {
 
 const SCREEN = flag("--screen") ?? "1024x768x24";
 const [WIDTH, HEIGHT] = SCREEN.split("x").map(Number);
-if (!/^\d+x\d+x(24|32)$/.test(SCREEN) || !(WIDTH > 0 && HEIGHT > 0)) {
+if (!/^\d+x\d+x(24|32)$/.test(SCREEN) || !(WIDTH > 0 && HEIGHT > 0 && WIDTH <= 4096 && HEIGHT <= 4096)) {
   process.stderr.write(`--screen WxHxD with depth 24 or 32, not ${SCREEN}\n`);
   process.exit(2);
 }
@@ -90,6 +90,13 @@ const ready = (async () => {
   const own = !process.env.DISPLAY;
   const display = own ? await startXvfb() : process.env.DISPLAY;
   const env = { ...process.env, DISPLAY: display };
+  // A display of someone else's has its own size (--screen sizes ours).
+  const [width, height] = own
+    ? [WIDTH, HEIGHT]
+    : String(await run("xdotool", ["getdisplaygeometry"], env))
+        .trim()
+        .split(/\s+/)
+        .map(Number);
   if (APP) {
     const app = spawn("sh", ["-c", APP], { env, stdio: ["ignore", "ignore", "inherit"] });
     children.push(app);
@@ -101,7 +108,7 @@ const ready = (async () => {
       await sleep(150);
     }
   }
-  return { display, env, own };
+  return { display, env, own, width, height };
 })();
 // A failed start is reported by each tool call, not as an unhandled rejection.
 ready.catch(() => {});
@@ -208,10 +215,11 @@ async function screenshot() {
 
 // ---------------------------------------------------------------- input
 
-function point(args) {
+async function point(args) {
+  const { width, height } = await ready;
   const { x, y } = args ?? {};
-  if (!Number.isInteger(x) || !Number.isInteger(y) || x < 0 || y < 0 || x >= WIDTH || y >= HEIGHT) {
-    throw new Error(`x and y are whole pixels on the ${WIDTH}x${HEIGHT} screen`);
+  if (!Number.isInteger(x) || !Number.isInteger(y) || x < 0 || y < 0 || x >= width || y >= height) {
+    throw new Error(`x and y are whole pixels on the ${width}x${height} screen`);
   }
   return [String(x), String(y)];
 }
@@ -223,7 +231,8 @@ async function xdotool(args) {
 
 const TOOLS = {
   screenshot: {
-    description: `Take a screenshot of the desktop (${WIDTH}x${HEIGHT} pixels), as a PNG image.`,
+    description:
+      "Take a screenshot of the desktop, as a PNG image (its pixels are the coordinates of the other tools).",
     properties: {},
     required: [],
     call: screenshot,
@@ -233,7 +242,7 @@ const TOOLS = {
     properties: { x: { type: "integer" }, y: { type: "integer" } },
     required: ["x", "y"],
     async call(args) {
-      const [x, y] = point(args);
+      const [x, y] = await point(args);
       await xdotool(["mousemove", "--sync", x, y, "click", "1"]);
       return `clicked at (${x}, ${y})`;
     },
@@ -243,7 +252,7 @@ const TOOLS = {
     properties: { x: { type: "integer" }, y: { type: "integer" } },
     required: ["x", "y"],
     async call(args) {
-      const [x, y] = point(args);
+      const [x, y] = await point(args);
       await xdotool(["mousemove", "--sync", x, y]);
       return `moved to (${x}, ${y})`;
     },
