@@ -41,8 +41,8 @@ const MAX_TEXT = 2000;
 
 // ---------------------------------------------------------------- the display
 
-/** Processes this server started, stopped when it ends. */
-const children = [];
+/** How to stop what this server started (Xvfb, the app's process group), run when it ends. */
+const stops = [];
 let fbdir = null;
 
 function startXvfb() {
@@ -54,7 +54,7 @@ function startXvfb() {
       ["-displayfd", "3", "-screen", "0", SCREEN, "-nolisten", "tcp", "-fbdir", fbdir],
       { stdio: ["ignore", "ignore", "pipe", "pipe"] },
     );
-    children.push(xvfb);
+    stops.push(() => xvfb.kill("SIGTERM"));
     let number = "";
     let log = "";
     xvfb.stderr.on("data", (chunk) => {
@@ -98,8 +98,16 @@ const ready = (async () => {
         .split(/\s+/)
         .map(Number);
   if (APP) {
-    const app = spawn("sh", ["-c", APP], { env, stdio: ["ignore", "ignore", "inherit"] });
-    children.push(app);
+    // Its own process group: `sh -c` forks the app, and stopping the shell alone would leave the app
+    // running (on a $DISPLAY that outlives this server).
+    const app = spawn("sh", ["-c", APP], { env, stdio: ["ignore", "ignore", "inherit"], detached: true });
+    stops.push(() => {
+      try {
+        process.kill(-app.pid, "SIGTERM");
+      } catch {
+        // The group is gone already.
+      }
+    });
     // Until the app maps a window (a screenshot before would show an empty screen).
     for (let i = 0; i < 100; i++) {
       const found = await run("xdotool", ["search", "--onlyvisible", "--class", "."], env).catch(() => null);
@@ -114,7 +122,7 @@ const ready = (async () => {
 ready.catch(() => {});
 
 function stop() {
-  for (const child of children.reverse()) if (child.exitCode === null) child.kill("SIGTERM");
+  for (const stopOne of stops.reverse()) stopOne();
   if (fbdir) rmSync(fbdir, { recursive: true, force: true });
 }
 process.on("SIGTERM", () => {

@@ -107,6 +107,12 @@ async function childrenOf(pid: number): Promise<number[]> {
   return found;
 }
 
+/** `pid`'s children, their children, and so on. */
+async function descendantsOf(pid: number): Promise<number[]> {
+  const direct = await childrenOf(pid);
+  return [...direct, ...(await Promise.all(direct.map(descendantsOf))).flat()];
+}
+
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
@@ -201,8 +207,9 @@ describe.skipIf(skipReason !== null)("desktop MCP server (Xvfb, xdotool, the Tk 
 
   it("stops Xvfb and the app when the harness closes its stdin", async () => {
     const pid = server.child.pid as number;
-    const started = await childrenOf(pid);
-    expect(started.length).toBe(2);
+    // Xvfb, and the app's shell with the app under it.
+    const started = await descendantsOf(pid);
+    expect(started.length).toBe(3);
     const exited = new Promise((done) => server.child.on("exit", done));
     server.child.stdin.end();
     expect(await exited).toBe(0);
@@ -217,15 +224,24 @@ describe.skipIf(skipReason !== null)("desktop MCP server (Xvfb, xdotool, the Tk 
       const number = await new Promise<string>((done) =>
         xvfb.stdio[3].once("data", (c) => done(String(c).trim())),
       );
-      const other = startServer([], dir, { ...env, DISPLAY: `:${number}` });
+      await writeFile(join(dir, ".desktop", "seed.json"), JSON.stringify({ code: "ABC" }));
+      const other = startServer(["--app", APP], dir, { ...env, DISPLAY: `:${number}` });
       try {
         const shot = await screenshot(other);
         expect([shot.width, shot.height]).toEqual([640, 480]);
+        expect(shot.pixel(5, 5)).toEqual([255, 255, 255]);
         expect((await other.tool("left_click", { x: 700, y: 10 })).result?.content?.[0]?.text).toContain(
           "640x480 screen",
         );
-        // No Xvfb of its own.
-        expect(await childrenOf(other.child.pid as number)).toEqual([]);
+        // No Xvfb of its own: the app's shell and the app only.
+        const started = await descendantsOf(other.child.pid as number);
+        expect(started.length).toBe(2);
+        // The display outlives the server; the app must not.
+        const exited = new Promise((done) => other.child.on("exit", done));
+        other.child.stdin.end();
+        expect(await exited).toBe(0);
+        await expect.poll(() => started.filter(alive), { timeout: 5000 }).toEqual([]);
+        expect(alive(xvfb.pid as number)).toBe(true);
       } finally {
         other.child.kill();
       }
