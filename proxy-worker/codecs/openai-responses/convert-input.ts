@@ -13,6 +13,7 @@ import {
   ReasoningItem,
   ToolCallOutputItem,
 } from "./input-item-schemas.ts";
+import { flatToolName } from "./namespace-tools.ts";
 import { decodeReasoningEnvelope } from "./reasoning-envelope.ts";
 
 /** Items that only make sense on OpenAI's servers and carry nothing the model must see again. */
@@ -54,6 +55,11 @@ function convertParts(parts: MessagePart[], at: string): { text: string[]; image
     }
   });
   return { text, images };
+}
+
+/** The engine's name of a called tool: a namespaced call is the function it was flattened to. */
+function calledName(item: { name: string; namespace?: string | null }): string {
+  return item.namespace ? flatToolName(item.namespace, item.name) : item.name;
 }
 
 /** Reasoning text of an input item: our envelope (exact), else raw content, else the summaries. */
@@ -157,10 +163,10 @@ export function convertInput(input: string | readonly { type?: string }[] | null
       target.reasoning = target.reasoning === undefined ? text : `${target.reasoning}\n\n${text}`;
     } else if (type === "function_call") {
       const item = parseOrThrow(FunctionCallItem, raw, "input item", at);
-      addToolCall(item.call_id, item.name, item.arguments);
+      addToolCall(item.call_id, calledName(item), item.arguments);
     } else if (type === "custom_tool_call") {
       const item = parseOrThrow(CustomToolCallItem, raw, "input item", at);
-      addToolCall(item.call_id, item.name, JSON.stringify({ input: item.input }));
+      addToolCall(item.call_id, calledName(item), JSON.stringify({ input: item.input }));
     } else if (type === "local_shell_call") {
       const item = parseOrThrow(LocalShellCallItem, raw, "input item", at);
       addToolCall(

@@ -4,12 +4,14 @@ import { clampMaxTokens, estimatePromptTokens } from "../common/max-tokens.ts";
 import { mapReasoningEffort } from "../common/reasoning-effort.ts";
 import { convertInput } from "./convert-input.ts";
 import { convertToolChoice, convertTools } from "./convert-tools.ts";
+import type { NamespacedTool } from "./namespace-tools.ts";
 import type { ResponsesRequestBody } from "./request-schema.ts";
 
 /** What the Responses codec must remember to turn the chat answer back into Responses items. */
 export interface ResponsesCodecState {
   customTools: string[];
   localShell: boolean;
+  namespaced: NamespacedTool[];
 }
 
 /**
@@ -107,7 +109,7 @@ export function convertResponsesRequest(
   if (messages.length === 0)
     throw new CodecError(400, "input is empty: give `input` or `instructions`.", "input");
 
-  const { tools, customTools, localShell } = convertTools(body.tools);
+  const { tools, customTools, localShell, namespaced } = convertTools(body.tools);
   const chat: ChatRequest = { model: body.model, messages, stream: false };
   if (tools.length > 0) {
     chat.tools = tools;
@@ -128,5 +130,5 @@ export function convertResponsesRequest(
   applyReasoningEffort(chat, body.reasoning?.effort);
   const responseFormat = convertTextFormat(body.text?.format);
   if (responseFormat) chat.response_format = responseFormat;
-  return { chat, state: { customTools, localShell } };
+  return { chat, state: { customTools, localShell, namespaced } };
 }

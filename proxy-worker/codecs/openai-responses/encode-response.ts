@@ -27,7 +27,11 @@ export interface ResponseObject {
 
 export function responsesState(ctx: EncodeContext): ResponsesCodecState {
   const state = ctx.decoded.state as Partial<ResponsesCodecState> | undefined;
-  return { customTools: state?.customTools ?? [], localShell: state?.localShell === true };
+  return {
+    customTools: state?.customTools ?? [],
+    localShell: state?.localShell === true,
+    namespaced: state?.namespaced ?? [],
+  };
 }
 
 const int = (value: unknown): number =>

@@ -19,10 +19,14 @@ export const MessageItem = z.looseObject({
   content: z.union([z.string(), z.array(MessagePart)]),
 });
 
+/** Set on a call of a tool offered inside a `namespace` tool (see namespace-tools.ts). */
+const CallNamespace = z.string().min(1).nullish();
+
 export const FunctionCallItem = z.looseObject({
   type: z.literal("function_call"),
   call_id: z.string().min(1),
   name: z.string().min(1),
+  namespace: CallNamespace,
   arguments: z.string(),
 });
 
@@ -30,6 +34,7 @@ export const CustomToolCallItem = z.looseObject({
   type: z.literal("custom_tool_call"),
   call_id: z.string().min(1),
   name: z.string().min(1),
+  namespace: CallNamespace,
   input: z.string(),
 });
 

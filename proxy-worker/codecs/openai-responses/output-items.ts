@@ -3,6 +3,7 @@ import { upstreamReasoning } from "../common/upstream-message.ts";
 import { upstreamToolCalls } from "../common/upstream-tool-calls.ts";
 import type { ResponsesCodecState } from "./convert-request.ts";
 import { LOCAL_SHELL_FUNCTION } from "./convert-tools.ts";
+import { namespacedTool } from "./namespace-tools.ts";
 import { encodeReasoningEnvelope } from "./reasoning-envelope.ts";
 import { responseIds } from "./response-ids.ts";
 
@@ -21,12 +22,14 @@ export interface MessageOutput {
   role: "assistant";
   content: { type: "output_text"; text: string; annotations: never[]; logprobs: never[] }[];
 }
+/** `namespace` only on a call of a tool offered inside a namespace tool; `name` is then its own name. */
 export interface FunctionCallOutput {
   type: "function_call";
   id: string;
   status: ItemStatus;
   call_id: string;
   name: string;
+  namespace?: string;
   arguments: string;
 }
 export interface CustomToolCallOutput {
@@ -35,6 +38,7 @@ export interface CustomToolCallOutput {
   status: ItemStatus;
   call_id: string;
   name: string;
+  namespace?: string;
   input: string;
 }
 export interface LocalShellCallOutput {
@@ -122,13 +126,16 @@ export function buildOutputItems(
   for (const call of upstreamToolCalls(choice, `call_${chatId}`)) {
     const name = call.function.name;
     const args = call.function.arguments;
+    // The engine called the flattened function; the client knows the tool by namespace and name.
+    const inner = namespacedTool(state.namespaced, name);
+    const named = inner ? { name: inner.name, namespace: inner.namespace } : { name };
     if (state.customTools.includes(name)) {
       items.push({
         type: "custom_tool_call",
         id: ids.call(call.id, "ctc"),
         status: "completed",
         call_id: call.id,
-        name,
+        ...named,
         input: customInput(args),
       });
       continue;
@@ -157,7 +164,7 @@ export function buildOutputItems(
       id: ids.call(call.id, "fc"),
       status: "completed",
       call_id: call.id,
-      name,
+      ...named,
       arguments: args,
     });
   }

@@ -5,7 +5,14 @@ import { CodecError } from "../../../proxy-worker/codecs/codec.ts";
 import { openaiResponsesCodec } from "../../../proxy-worker/codecs/openai-responses/index.ts";
 import { encodeContext, fixtureDir, loadFixture, upstream } from "./openai-codec-fixtures.ts";
 
-const REQUESTS = ["codex-turn1", "codex-turn2", "codex-turn3", "codex-0.169-recorded-first-call"];
+const REQUESTS = [
+  "codex-turn1",
+  "codex-turn2",
+  "codex-turn3",
+  "codex-0.169-recorded-first-call",
+  "codex-0.169-mcp-namespace-turn1",
+  "codex-0.169-mcp-namespace-turn2",
+];
 const dir = fixtureDir("openai-responses");
 const ctxIn = { path: "/v1/responses", query: new URLSearchParams() };
 
@@ -64,7 +71,7 @@ describe("openai responses codec: Codex requests", () => {
       required: ["input"],
     });
     expect(applyPatch?.description).toContain("begin_patch hunk+ end_patch");
-    expect(state).toEqual({ customTools: ["apply_patch"], localShell: false });
+    expect(state).toEqual({ customTools: ["apply_patch"], localShell: false, namespaced: [] });
     expect(chat.tool_choice).toBe("auto");
     expect(chat.parallel_tool_calls).toBe(false);
     expect(chat.reasoning_effort).toBe("medium");
@@ -109,7 +116,7 @@ describe("openai responses codec: Codex requests", () => {
     });
   });
 
-  it("recorded Codex 0.169 call: developer items merged, namespace and web_search dropped", () => {
+  it("recorded Codex 0.169 call: developer items merged, web_search dropped, the namespace's tools flattened", () => {
     const { chat, state, stream } = decodeFixture("codex-0.169-recorded-first-call");
     expect(stream).toBe(true);
     expect(chat.messages.map((m) => m.role)).toEqual(["system", "user", "user"]);
@@ -122,12 +129,21 @@ describe("openai responses codec: Codex requests", () => {
       "write_stdin",
       "request_user_input",
       "view_image",
+      "multi_agent_v1__close_agent",
+      "multi_agent_v1__resume_agent",
+      "multi_agent_v1__send_input",
+      "multi_agent_v1__spawn_agent",
+      "multi_agent_v1__wait_agent",
       "get_goal",
       "create_goal",
       "update_goal",
     ]);
     expect(chat.parallel_tool_calls).toBe(true);
-    expect(state).toEqual({ customTools: [], localShell: false });
+    expect(state.customTools).toEqual([]);
+    expect(state.localShell).toBe(false);
+    expect(state.namespaced.map((t: { namespace: string }) => t.namespace)).toEqual(
+      Array(5).fill("multi_agent_v1"),
+    );
     for (const key of ["store", "include", "prompt_cache_key", "client_metadata", "reasoning"]) {
       expect(chat, key).not.toHaveProperty(key);
     }
@@ -178,7 +194,7 @@ describe("openai responses codec: Codex requests", () => {
         { type: "function_call_output", call_id: "ls1", output: "a.txt" },
       ],
     });
-    expect(state).toEqual({ customTools: [], localShell: true });
+    expect(state).toEqual({ customTools: [], localShell: true, namespaced: [] });
     expect(chat.tools?.[0].function.name).toBe("local_shell");
     expect(chat.messages[0].tool_calls?.[0].function).toEqual({
       name: "local_shell",
