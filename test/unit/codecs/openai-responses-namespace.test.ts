@@ -100,6 +100,34 @@ describe("openai responses codec: namespace tools (Codex's MCP tools)", () => {
     });
   });
 
+  it("live stream (the engine's deltas as they come): the call item is named by namespace from its first event", () => {
+    const encoder = openaiResponsesCodec.streamEncoder?.(ctx);
+    if (!encoder) throw new Error("the Responses codec has a stream encoder");
+    const engine = engineCall.choices[0].message.tool_calls?.[0];
+    const head = { choice: 0, position: 0 } as const;
+    const frames = [
+      ...encoder.start({ id: engineCall.id, usage: null }),
+      ...encoder.delta({
+        kind: "tool_call",
+        ...head,
+        id: engine?.id,
+        name: "mcp__notes__write_note",
+        arguments: "",
+      }),
+      ...encoder.delta({ kind: "tool_call", ...head, arguments: '{"path": "hello.txt", ' }),
+      ...encoder.delta({ kind: "tool_call", ...head, arguments: '"text": "hi\\n"}' }),
+      ...encoder.finish(engineCall),
+      ...encoder.terminal(),
+    ];
+    const events = dataPayloads(frames) as any[];
+    const named = { type: "function_call", name: "write_note", namespace: "mcp__notes" };
+    expect(events.find((e) => e.type === "response.output_item.added").item).toMatchObject(named);
+    expect(events.filter((e) => e.type === "response.function_call_arguments.delta")).toHaveLength(2);
+    const done = events.find((e) => e.type === "response.output_item.done").item;
+    expect(done).toMatchObject({ ...named, arguments: engine?.function.arguments });
+    expect(events.at(-1).response.output).toEqual([done]);
+  });
+
   it("turn 2: the namespaced call in the history is the engine's own call again, so the conversation round-trips", () => {
     const { chat } = decode(turn2);
     const assistant = chat.messages.find((m) => m.role === "assistant");
