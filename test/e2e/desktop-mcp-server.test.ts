@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
  * host: the real Xvfb, xdotool, xwd and the Tk code app. Screenshots are read back pixel by pixel
  * (the app's white window, its blue code, the black screen: channels in the right order), input
  * reaches the app, bad arguments are tool errors and the server goes on, and closing stdin stops
- * Xvfb and the app. The sandboxed run through Claude Code is desktop-mcp-claude-code.test.ts.
+ * Xvfb and the app. The sandboxed runs through Claude Code and Gemini CLI: desktop-mcp-harnesses.test.ts.
  */
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
