@@ -2,7 +2,10 @@
 import OpenAI from "openai";
 import { describe, expect, it } from "vitest";
 import { CodecError } from "../../../proxy-worker/codecs/codec.ts";
-import { openaiResponsesCodec } from "../../../proxy-worker/codecs/openai-responses/index.ts";
+import {
+  openaiResponsesCodec,
+  type ResponsesCodecState,
+} from "../../../proxy-worker/codecs/openai-responses/index.ts";
 import { dataPayloads, encodeContext, loadFixture, sseFetch, upstream } from "./openai-codec-fixtures.ts";
 
 /*
@@ -24,7 +27,10 @@ const turn2 = loadFixture<Record<string, any>>(
 const engineCall = upstream("openai-responses", "upstream-mcp-namespace-call.json");
 const { ctx } = encodeContext(openaiResponsesCodec, turn1);
 
-const decode = (body: unknown) => openaiResponsesCodec.decodeRequest(body, ctxIn);
+function decode(body: unknown) {
+  const decoded = openaiResponsesCodec.decodeRequest(body, ctxIn);
+  return { ...decoded, state: decoded.state as unknown as ResponsesCodecState };
+}
 const noteTool = (tool: Record<string, unknown>) => ({
   type: "namespace",
   name: "mcp__notes",

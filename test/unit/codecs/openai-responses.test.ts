@@ -2,7 +2,10 @@
 import { describe, expect, it } from "vitest";
 import type { ChatMessage } from "../../../proxy-worker/chat/types.ts";
 import { CodecError } from "../../../proxy-worker/codecs/codec.ts";
-import { openaiResponsesCodec } from "../../../proxy-worker/codecs/openai-responses/index.ts";
+import {
+  openaiResponsesCodec,
+  type ResponsesCodecState,
+} from "../../../proxy-worker/codecs/openai-responses/index.ts";
 import { encodeContext, fixtureDir, loadFixture, upstream } from "./openai-codec-fixtures.ts";
 
 const REQUESTS = [
@@ -139,11 +142,9 @@ describe("openai responses codec: Codex requests", () => {
       "update_goal",
     ]);
     expect(chat.parallel_tool_calls).toBe(true);
-    expect(state.customTools).toEqual([]);
-    expect(state.localShell).toBe(false);
-    expect(state.namespaced.map((t: { namespace: string }) => t.namespace)).toEqual(
-      Array(5).fill("multi_agent_v1"),
-    );
+    const { customTools, localShell, namespaced } = state as unknown as ResponsesCodecState;
+    expect([customTools, localShell]).toEqual([[], false]);
+    expect(namespaced.map((t) => t.namespace)).toEqual(Array(5).fill("multi_agent_v1"));
     for (const key of ["store", "include", "prompt_cache_key", "client_metadata", "reasoning"]) {
       expect(chat, key).not.toHaveProperty(key);
     }
