@@ -1,7 +1,8 @@
-import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
+import type { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { inflateSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -125,13 +126,13 @@ const alive = (pid: number) => {
 describe.skipIf(skipReason !== null)("desktop MCP server (Xvfb, xdotool, the Tk app)", () => {
   let dir: string;
   let server: ReturnType<typeof startServer>;
-  const env = { ...process.env, DISPLAY: "" };
+  // No DISPLAY: the server starts its own Xvfb.
+  const { DISPLAY: _display, ...env } = process.env;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), "desktop-mcp-"));
     await mkdir(join(dir, ".desktop"));
     await writeFile(join(dir, ".desktop", "seed.json"), JSON.stringify({ code: "K7Q-42X" }));
-    delete env.DISPLAY;
     server = startServer(["--screen", "800x600x24", "--app", APP], dir, env);
   });
 
@@ -219,10 +220,11 @@ describe.skipIf(skipReason !== null)("desktop MCP server (Xvfb, xdotool, the Tk 
   it.skipIf(!HAVE_XWD)("uses $DISPLAY when set (captured with xwd, its own size)", async () => {
     const xvfb = spawn("Xvfb", ["-displayfd", "3", "-screen", "0", "640x480x24", "-nolisten", "tcp"], {
       stdio: ["ignore", "ignore", "ignore", "pipe"],
-    }) as unknown as ChildProcessWithoutNullStreams & { stdio: [null, null, null, NodeJS.ReadableStream] };
+    });
     try {
+      const displayFd = xvfb.stdio[3] as Readable;
       const number = await new Promise<string>((done) =>
-        xvfb.stdio[3].once("data", (c) => done(String(c).trim())),
+        displayFd.once("data", (c: Buffer) => done(String(c).trim())),
       );
       await writeFile(join(dir, ".desktop", "seed.json"), JSON.stringify({ code: "ABC" }));
       const other = startServer(["--app", APP], dir, { ...env, DISPLAY: `:${number}` });
