@@ -217,6 +217,26 @@ describe.skipIf(skipReason !== null)("desktop MCP server (Xvfb, xdotool, the Tk 
     await expect.poll(() => started.filter(alive), { timeout: 5000 }).toEqual([]);
   });
 
+  it("a display that cannot start is each tool's error, naming it; a bad --screen stops at start", async () => {
+    // No Xvfb on this PATH (the server runs from process.execPath, so it needs no PATH itself).
+    const broken = startServer([], dir, { ...env, PATH: dir });
+    try {
+      for (const [name, args] of [
+        ["screenshot", {}],
+        ["left_click", { x: 1, y: 1 }],
+      ] as const) {
+        const reply = await broken.tool(name, args);
+        expect(reply.result?.isError).toBe(true);
+        expect(reply.result?.content?.[0]?.text).toContain("Xvfb did not start");
+      }
+    } finally {
+      broken.child.kill();
+    }
+    const bad = spawnSync(process.execPath, [SERVER, "--screen", "99999x10x24"], { encoding: "utf8" });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain("--screen WxHxD");
+  });
+
   it.skipIf(!HAVE_XWD)("uses $DISPLAY when set (captured with xwd, its own size)", async () => {
     const xvfb = spawn("Xvfb", ["-displayfd", "3", "-screen", "0", "640x480x24", "-nolisten", "tcp"], {
       stdio: ["ignore", "ignore", "ignore", "pipe"],
