@@ -10,6 +10,10 @@
  * processing. The last case shows what a splice would need: vLLM's generate endpoint carries the
  * image (`content_parts`) next to a token prompt and answers as the chat call did when each image
  * stands as the template's one placeholder token, but expands a capture's already-expanded ids again.
+ *
+ * On the same engine, one computer-use task runs end to end (./browser-use-session.ts): the real
+ * browser-use drives Chromium in bwrap through `polar run`, its call's screenshot is stored once
+ * and the capture equals the engine's answer; the random model's answer ends the session ERROR.
  */
 import { createHash, randomUUID } from "node:crypto";
 import Anthropic from "@anthropic-ai/sdk";
