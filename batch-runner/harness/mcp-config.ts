@@ -1,4 +1,5 @@
 import { type MCP_HARNESS_TRANSPORTS, type McpServer, mcpRefusal } from "../../shared/schemas/mcp-servers.ts";
+import { POLAR_ROOT } from "../runtime/bwrap.ts";
 
 /*
  * `agent.mcp_servers` in each CLI's own MCP configuration format. The formats, as the pinned
@@ -25,8 +26,24 @@ function check(harness: keyof typeof MCP_HARNESS_TRANSPORTS, servers: Servers): 
   if (refusal) throw new Error(`agent.mcp_servers: ${refusal}`);
 }
 
+/**
+ * `{{polar_root}}` in a stdio server's command, args and env values becomes the checkout root, as
+ * in a `shell` command, so a task can start a server shipped under examples/ (bwrap binds it
+ * read-only). Unquoted: each is one argv element or value, never a shell line.
+ */
+function rooted(server: McpServer): McpServer {
+  if (server.transport !== "stdio") return server;
+  const fill = (text: string) => text.replace(/\{\{\s*polar_root\s*\}\}/g, POLAR_ROOT);
+  return {
+    ...server,
+    command: server.command === undefined ? undefined : fill(server.command),
+    args: server.args.map(fill),
+    env: Object.fromEntries(Object.entries(server.env).map(([k, v]) => [k, fill(v)])),
+  };
+}
+
 function byName<T>(servers: Servers, entry: (server: McpServer) => T): Record<string, T> {
-  return Object.fromEntries(servers.map((server) => [server.name, entry(server)]));
+  return Object.fromEntries(servers.map((server) => [server.name, entry(rooted(server))]));
 }
 
 function headersOf(server: McpServer): { headers?: Record<string, string> } {

@@ -1,11 +1,8 @@
-import { fileURLToPath } from "node:url";
 import { ShellSettings } from "../../shared/schemas/task-settings.ts";
+import { POLAR_ROOT } from "../runtime/bwrap.ts";
 import { shellQuote } from "../runtime/shell-quote.ts";
 import type { HarnessInvocation, HarnessOutcome, HarnessPreset, PresetContext } from "./preset.ts";
 import { parseSettings } from "./preset-options.ts";
-
-/** The checkout root, for `{{polar_root}}` (examples ship agent scripts under examples/agents/). */
-const POLAR_ROOT = fileURLToPath(new URL("../../", import.meta.url)).replace(/\/$/, "");
 
 /** Fills `{{instruction}}` (shell-quoted), `{{polar_root}}`, `{{work_dir}}`, `{{model}}` in a command line. */
 export function renderCommand(template: string, ctx: PresetContext): string {

@@ -56,13 +56,10 @@ if (skipReason) console.log(`desktop MCP e2e skipped: ${skipReason}`);
 
 type Task = { task_id: string; instruction: string } & Record<string, unknown>;
 
-/**
- * The example task, `{{polar_root}}` filled with this checkout: the runner does not fill it in
- * `agent.mcp_servers` (only in the shell and browser_use commands), so the test does.
- */
+/** The example task as written: the presets fill `{{polar_root}}` in its MCP server's argv. */
 async function exampleTask(): Promise<Task> {
   const line = (await readFile(EXAMPLE, "utf8")).trim();
-  return JSON.parse(line.replaceAll("{{polar_root}}", ROOT)) as Task;
+  return JSON.parse(line) as Task;
 }
 
 function withScript(task: Task, taskId: string, script: string[]): Task {

@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import {
   claudeMcpConfig,
@@ -140,6 +141,28 @@ describe("agent.mcp_servers: the schema", () => {
 
 describe("agent.mcp_servers: each CLI's own format", () => {
   const servers = McpServers.parse([STDIO, HTTP, SSE]);
+
+  it("fills {{polar_root}} in a stdio server's command, args and env, unquoted, in every format", () => {
+    const root = fileURLToPath(new URL("../../", import.meta.url)).replace(/\/$/, "");
+    const [desktop] = McpServers.parse([
+      {
+        name: "desktop",
+        transport: "stdio",
+        command: "{{polar_root}}/bin/x",
+        args: ["{{ polar_root }}/examples/computer-use/desktop-mcp.mjs", "--app", "python3 {{polar_root}}/a b.py"],
+        env: { APP_DIR: "{{polar_root}}/examples" },
+      },
+    ]);
+    const want = {
+      command: `${root}/bin/x`,
+      args: [`${root}/examples/computer-use/desktop-mcp.mjs`, "--app", `python3 ${root}/a b.py`],
+      env: { APP_DIR: `${root}/examples` },
+    };
+    expect(claudeMcpConfig([desktop]).mcpServers.desktop).toEqual({ type: "stdio", ...want });
+    expect(codexMcpServers([desktop]).desktop).toEqual(want);
+    expect(geminiMcpServers("gemini_cli", [desktop]).desktop).toEqual({ ...want, trust: true });
+    expect(opencodeMcp([desktop]).desktop).toMatchObject({ command: [want.command, ...want.args], environment: want.env });
+  });
 
   it("Claude Code: --mcp-config JSON (stdio / http / sse)", () => {
     expect(claudeMcpConfig(servers)).toEqual({
