@@ -149,7 +149,11 @@ describe("agent.mcp_servers: each CLI's own format", () => {
         name: "desktop",
         transport: "stdio",
         command: "{{polar_root}}/bin/x",
-        args: ["{{ polar_root }}/examples/computer-use/desktop-mcp.mjs", "--app", "python3 {{polar_root}}/a b.py"],
+        args: [
+          "{{ polar_root }}/examples/computer-use/desktop-mcp.mjs",
+          "--app",
+          "python3 {{polar_root}}/a b.py",
+        ],
         env: { APP_DIR: "{{polar_root}}/examples" },
       },
     ]);
@@ -161,7 +165,10 @@ describe("agent.mcp_servers: each CLI's own format", () => {
     expect(claudeMcpConfig([desktop]).mcpServers.desktop).toEqual({ type: "stdio", ...want });
     expect(codexMcpServers([desktop]).desktop).toEqual(want);
     expect(geminiMcpServers("gemini_cli", [desktop]).desktop).toEqual({ ...want, trust: true });
-    expect(opencodeMcp([desktop]).desktop).toMatchObject({ command: [want.command, ...want.args], environment: want.env });
+    expect(opencodeMcp([desktop]).desktop).toMatchObject({
+      command: [want.command, ...want.args],
+      environment: want.env,
+    });
   });
 
   it("Claude Code: --mcp-config JSON (stdio / http / sse)", () => {
