@@ -203,7 +203,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--eval-every", type=int, default=5, help="steps between held-out evaluations")
     ap.add_argument("--max-tokens", type=int, default=32, help="tokens the model may sample per answer")
     ap.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (TRL's and the engine's)")
-    ap.add_argument("--lr", type=float, default=1e-5, help="AdamW learning rate")
+    ap.add_argument("--lr", type=float, default=2e-5, help="AdamW learning rate")
     ap.add_argument("--run", type=int, default=8, help="concurrent sessions in the runner")
     ap.add_argument("--runtime", default="bwrap", help="runtime.backend of the tasks")
     ap.add_argument("--logprob-tolerance", type=float, default=1e-3, help="max |TRL - engine| logprob (nats)")
