@@ -76,6 +76,7 @@ class Recorder:
             "sampled_tokens": int(sampled),
             "tokens_per_s": round(sampled / max(seconds - sync_s, 1e-9), 1),
             "failed_sessions": sum(r is None for r in out["polar_reward"]),
+            "unknown_versions": sum(v is None for v in out["polar_policy_version"]),
             "by_family": _by_family([(self.family(t), r) for t, r in zip(out["polar_task_id"], out["polar_reward"])]),
         }
         return out
@@ -106,22 +107,26 @@ def held_out_success(
         rollout.client.submit(task)
         submitted.append(task["task_id"])
     pairs: list[tuple[str, float | None]] = []
-    versions: set[str | None] = set()
+    versions: list[str | None] = []
     for task_id in submitted:
         rollout.client.wait(task_id, timeout_s=rollout.timeout_s, poll_s=rollout.poll_s)
         traces = rollout.client.shard(task_id)
         by_session = {t.session_id: t for t in traces if not t.orphan}
-        versions |= {t.policy_version for t in by_session.values()}
+        versions += [t.policy_version for t in by_session.values()]
         rewards: list[float | None] = [t.reward if t.status == "COMPLETED" else None for t in by_session.values()]
         rewards += [None] * (generations - len(rewards))
         pairs += [(recorder.family(task_id), r) for r in rewards]
-    if versions - {str(step)}:
-        recorder.problems.append(f"held-out at step {step}: sampled by versions {sorted(map(str, versions))}, not {step}")
+    wrong = {v for v in versions if v is not None and v != str(step)}
+    if wrong:
+        recorder.problems.append(f"held-out at step {step}: sampled by versions {sorted(wrong)}, not {step}")
     seconds = time.monotonic() - t0
     return {
         "heldout_success": round(sum(r or 0.0 for _, r in pairs) / len(pairs), 4),
         "sessions": len(pairs),
         "failed_sessions": sum(r is None for _, r in pairs),
+        # None: the proxy's read of the engine's /weight_info timed out (a loaded machine); the
+        # capture then names no version rather than a guessed one.
+        "unknown_versions": versions.count(None),
         "by_family": _by_family(pairs),
         "eval_s": round(seconds - sync_s, 2),
         "sync_s": round(sync_s, 2),
