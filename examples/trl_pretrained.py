@@ -55,26 +55,32 @@ class Recorder:
         self.families = families  # task id prefix -> family
         self.last: dict[str, Any] = {}
         self.problems: list[str] = []
+        self.seen_syncs = 0
 
     def family(self, task_id: str) -> str:
         return next(f for prefix, f in self.families.items() if task_id.startswith(prefix))
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
+        # TRL pushes the weights just before it calls this (its sync hook), the plug-in on its
+        # first call: every push since the last call belongs to this step.
         syncs_before = len(self.rollout.syncs)
         t0 = time.monotonic()
         out = self.rollout(prompts, trainer)
         seconds = time.monotonic() - t0
-        sync_s = sum(s.seconds for s in self.rollout.syncs[syncs_before:])
+        inside = sum(s.seconds for s in self.rollout.syncs[syncs_before:])
+        sync_s = sum(s.seconds for s in self.rollout.syncs[self.seen_syncs :])
+        self.seen_syncs = len(self.rollout.syncs)
         step = str(trainer.state.global_step)
         wrong = [v for v in out["polar_policy_version"] if v is not None and v != step]
         if wrong:
             self.problems.append(f"step {step}: {len(wrong)} rows sampled by versions {sorted(set(wrong))}, not {step}")
         sampled = sum(sum(m) for m in out["env_mask"])
         self.last = {
-            "rollout_s": round(seconds - sync_s, 2),
+            "rollout_s": round(seconds - inside, 2),
             "sync_s": round(sync_s, 2),
             "sampled_tokens": int(sampled),
-            "tokens_per_s": round(sampled / max(seconds - sync_s, 1e-9), 1),
+            # Sampled tokens per second of rollout wall time (sessions, harness and judge included).
+            "tokens_per_s": round(sampled / max(seconds - inside, 1e-9), 1),
             "failed_sessions": sum(r is None for r in out["polar_reward"]),
             "unknown_versions": sum(v is None for v in out["polar_policy_version"]),
             "by_family": _by_family([(self.family(t), r) for t, r in zip(out["polar_task_id"], out["polar_reward"])]),
