@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { installHarness } from "../../batch-runner/harness/install.ts";
 import { CLI_PRESETS } from "../../batch-runner/harness/registry.ts";
+import { loadCaptures } from "../../batch-runner/reconstruction/load-captures.ts";
 import { dockerRuntimeFactory } from "../../batch-runner/runtime/docker.ts";
 import type { Runtime } from "../../batch-runner/runtime/runtime.ts";
 import { DirectoryStore } from "../../shared/node/directory-store.ts";
@@ -31,12 +32,22 @@ import { POLAR } from "./polar-run-process.ts";
  * allowed (`--service-env`), its service answers the verifier that it got it (reward 1); a copy taking
  * a name the runner did not allow ends ERROR at INIT naming it; the value is nowhere in the store,
  * the sessions' files or the run's output, though the agent printed its whole environment.
+ * A third (mcp-notes) declares `[[environment.mcp_servers]]` at its `notes` service (streamable HTTP,
+ * our own server of the fixture, built `FROM node:24-slim`, mapped to the lane's image with the
+ * test's node and the librt Claude Code links): imported for claude_code, whose preset writes it into
+ * its MCP config, the dry-run policy calls `write_note` through the real CLI in the container, and
+ * the tests ask the service for the note: 1; idle 0; the same task with `mcp_servers` dropped offers
+ * no such tool, the call fails and scores 0.
  */
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const FIXTURES = join(ROOT, "test", "fixtures", "harbor-services");
 const lane = await podmanLane();
 if (!lane.ok) console.warn(`harbor-services-podman: skipped: ${lane.reason}`);
 const PERL_IMAGE = "localhost/polar-test-perl:fixture";
+/** Stands in for `node:24-slim`: the lane's image, this test's node and librt (Claude Code's binary links it). */
+const NODE_IMAGE = "localhost/polar-test-node:fixture";
+/** The fixture service's description of its tool: in a model request only if the CLI listed the server's tools. */
+const NOTES_TOOL = "Write a note: its text, kept by the notes service under a path.";
 
 /** The lane's image plus the host's perl-base: enough for the fixture's kv.pl. */
 async function buildPerlImage(dir: string, base: string, cli: string[]): Promise<void> {
@@ -59,6 +70,23 @@ async function buildPerlImage(dir: string, base: string, cli: string[]): Promise
     timeout: 180_000,
   });
   if (made.status !== 0) throw new Error(`building ${PERL_IMAGE}: ${made.stderr}`);
+}
+
+async function buildNodeImage(dir: string, base: string, cli: string[]): Promise<void> {
+  const ctx = join(dir, "node-image");
+  await mkdir(ctx, { recursive: true });
+  await cp(process.execPath, join(ctx, "node"));
+  const librt = spawnSync("readlink", ["-f", "/lib/x86_64-linux-gnu/librt.so.1"], { encoding: "utf8" });
+  await cp(librt.stdout.trim(), join(ctx, "librt.so.1"));
+  await writeFile(
+    join(ctx, "Dockerfile"),
+    `FROM ${base}\nCOPY librt.so.1 /usr/lib/x86_64-linux-gnu/librt.so.1\nCOPY node /usr/local/bin/node\nENV PATH=/usr/local/bin:/usr/bin:/bin\n`,
+  );
+  const made = spawnSync(cli[0] as string, [...cli.slice(1), "build", "-t", NODE_IMAGE, ctx], {
+    encoding: "utf8",
+    timeout: 180_000,
+  });
+  if (made.status !== 0) throw new Error(`building ${NODE_IMAGE}: ${made.stderr}`);
 }
 
 function polar(args: string[], env: NodeJS.ProcessEnv, timeoutMs: number) {
@@ -97,9 +125,10 @@ describe.skipIf(!lane.ok)("Harbor side services on podman", () => {
     if (!lane.ok) return;
     dir = await mkdtemp(join(tmpdir(), "polar-harbor-services-"));
     await buildPerlImage(dir, lane.image, lane.cli);
+    await buildNodeImage(dir, lane.image, lane.cli);
     env = {
       ...process.env,
-      POLAR_BASE_IMAGES: `debian:bookworm-slim=${lane.image},perl:5-slim=${PERL_IMAGE}`,
+      POLAR_BASE_IMAGES: `debian:bookworm-slim=${lane.image},perl:5-slim=${PERL_IMAGE},node:24-slim=${NODE_IMAGE}`,
       POLAR_BUILD_DIRS: dir,
       POLAR_SESSIONS_DIR: join(dir, "sessions"),
       ECHO_SERVICE_TOKEN: secret,
@@ -109,7 +138,7 @@ describe.skipIf(!lane.ok)("Harbor side services on podman", () => {
 
   afterAll(async () => {
     if (!lane.ok) return;
-    spawnSync("podman", ["rmi", "-f", PERL_IMAGE]);
+    spawnSync("podman", ["rmi", "-f", PERL_IMAGE, NODE_IMAGE]);
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
@@ -244,12 +273,18 @@ describe.skipIf(!lane.ok)("Harbor side services on podman", () => {
   describe("a Harbor task with a side service, end to end", () => {
     let run: { code: number | null; stdout: string; stderr: string };
     const results: Record<string, SessionResult[]> = {};
+    const requests: Record<string, string[]> = {};
 
     beforeAll(async () => {
       if (!lane.ok) return;
       await installHarness(CLI_PRESETS.pi, { log: (line) => console.log(`[pi] ${line}`) });
+      await installHarness(CLI_PRESETS.claude_code, { log: (line) => console.log(`[claude_code] ${line}`) });
       const collection = join(dir, "collection");
       await cp(FIXTURES, collection, { recursive: true });
+      // pi takes no MCP servers (import refuses the task naming it): mcp-notes is imported for claude_code.
+      const mcpNotes = join(dir, "mcp", "mcp-notes");
+      await cp(join(collection, "mcp-notes"), mcpNotes, { recursive: true });
+      await rm(join(collection, "mcp-notes"), { recursive: true });
       // A copy whose healthcheck asks a port nothing listens on: never healthy.
       const sick = join(collection, "kv-unhealthy");
       await cp(join(collection, "kv-store"), sick, { recursive: true });
@@ -277,8 +312,10 @@ describe.skipIf(!lane.ok)("Harbor side services on podman", () => {
       );
       const imported = await polar(["import-harbor", collection, "--harness", "pi"], env, 60_000);
       expect(imported.code, imported.stderr).toBe(0);
+      const importedMcp = await polar(["import-harbor", mcpNotes, "--harness", "claude_code"], env, 60_000);
+      expect(importedMcp.code, importedMcp.stderr).toBe(0);
       const byId = Object.fromEntries(
-        imported.stdout
+        `${imported.stdout}${importedMcp.stdout}`
           .trim()
           .split("\n")
           .map((l) => JSON.parse(l))
@@ -293,7 +330,19 @@ describe.skipIf(!lane.ok)("Harbor side services on podman", () => {
         "kv-broken": brokenTask,
         "secret-echo": echo,
         "secret-refused": echoRefused,
+        "mcp-notes": notes,
       } = byId;
+      expect(notes.agent.mcp_servers).toEqual([
+        { name: "notes", transport: "streamable-http", url: "http://notes:8000/mcp" },
+      ]);
+      // Claude Code defers MCP tools: the model loads the schema with ToolSearch, then calls the tool.
+      const noteCalls = [
+        `ToolSearch ${JSON.stringify({ query: "select:mcp__notes__write_note", max_results: 1 })}`,
+        `mcp__notes__write_note ${JSON.stringify({ path: "greeting.txt", text: "hello from the agent" })}`,
+      ];
+      const toolScript = (calls: string[]) =>
+        ["", "```polar-script", ...calls.map((c) => `tool: ${c}`), "say: Done.", "```"].join("\n");
+      const { mcp_servers: _dropped, ...notesAgentWithout } = notes.agent;
       // The agent prints its environment: a marker of its own must reach the store, the secret must not.
       const echoSolution = ["env", "cat /proc/self/environ"];
       const agentMarker = { ...echo.runtime.env, AGENT_MARKER: `agent-env-${nonce}` };
@@ -309,6 +358,14 @@ describe.skipIf(!lane.ok)("Harbor side services on podman", () => {
           instruction: echo.instruction + script(echoSolution),
         },
         { ...echoRefused, instruction: echoRefused.instruction + script(echoSolution) },
+        { ...notes, task_id: "mcp-solved", instruction: notes.instruction + toolScript(noteCalls) },
+        { ...notes, task_id: "mcp-idle", instruction: notes.instruction + toolScript([]) },
+        {
+          ...notes,
+          task_id: "mcp-without",
+          agent: notesAgentWithout,
+          instruction: notes.instruction + toolScript(noteCalls),
+        },
       ];
       const tasksFile = join(dir, "tasks.jsonl");
       await writeFile(tasksFile, `${tasks.map((t) => JSON.stringify(t)).join("\n")}\n`);
@@ -336,8 +393,16 @@ describe.skipIf(!lane.ok)("Harbor side services on podman", () => {
         "kv-broken",
         "secret-allowed",
         "secret-refused",
+        "mcp-solved",
+        "mcp-idle",
+        "mcp-without",
       ])
         results[id] = await readTaskResults(store, id);
+      for (const id of ["mcp-solved", "mcp-without"]) {
+        const sessionId = results[id]?.[0]?.session_id ?? "";
+        const { captures } = await loadCaptures(store, id, sessionId);
+        requests[id] = captures.map((c) => JSON.stringify(c.request));
+      }
     }, 600_000);
 
     it("scores the solved variant 1 (the judge reads the agent's service) and the idle one 0", () => {
@@ -395,12 +460,38 @@ describe.skipIf(!lane.ok)("Harbor side services on podman", () => {
       }
     });
 
+    it("a task's MCP server on a side service: claude_code calls its tool in the container (1), idle 0", () => {
+      const out = `${run.stdout}\n${run.stderr}`;
+      const [solved] = results["mcp-solved"] ?? [];
+      expect(solved?.status, `${solved?.error}\n${out}`).toBe("COMPLETED");
+      expect(solved?.agent?.final_answer).toBe("Done.");
+      expect(solved?.reward, JSON.stringify(solved?.evaluation)).toBe(1);
+      expect(solved?.evaluation?.metadata?.stdout).toContain("200 OK hello from the agent");
+      // The CLI listed the service's tools from the config its preset wrote.
+      expect(requests["mcp-solved"]?.some((r) => r.includes(NOTES_TOOL))).toBe(true);
+      const [idle] = results["mcp-idle"] ?? [];
+      expect(idle?.status, `${idle?.error}\n${out}`).toBe("COMPLETED");
+      expect(idle?.reward, JSON.stringify(idle?.evaluation)).toBe(0);
+    });
+
+    it("without its mcp_servers the same task offers no such tool: the call fails, reward 0", () => {
+      const [without] = results["mcp-without"] ?? [];
+      expect(without?.status, without?.error ?? "").toBe("COMPLETED");
+      expect(without?.agent?.final_answer).toContain(
+        "calls the tool mcp__notes__write_note but the request offers",
+      );
+      expect(requests["mcp-without"]?.length).toBeGreaterThan(0);
+      expect(requests["mcp-without"]?.some((r) => r.includes(NOTES_TOOL))).toBe(false);
+      expect(without?.reward, JSON.stringify(without?.evaluation)).toBe(0);
+      expect(without?.evaluation?.metadata?.stdout).toContain("404 Not Found");
+    });
+
     it("leaves no container of the sessions behind (services and their network holders)", () => {
       const ps = spawnSync("podman", ["ps", "-a", "--format", "{{.Names}}"], { encoding: "utf8" });
       expect(
         ps.stdout
           .split("\n")
-          .filter((n) => /^polar-(kv-(solved|idle|unhealthy|broken)|secret-|iso-|judge-)/.test(n)),
+          .filter((n) => /^polar-(kv-(solved|idle|unhealthy|broken)|secret-|mcp-|iso-|judge-)/.test(n)),
       ).toEqual([]);
     });
   });
