@@ -466,7 +466,7 @@ describe.skipIf(!lane.ok)("Harbor side services on podman", () => {
       expect(solved?.status, `${solved?.error}\n${out}`).toBe("COMPLETED");
       expect(solved?.agent?.final_answer).toBe("Done.");
       expect(solved?.reward, JSON.stringify(solved?.evaluation)).toBe(1);
-      expect(solved?.evaluation?.metadata?.stdout).toContain("200 OK hello from the agent");
+      expect(JSON.stringify(solved?.evaluation?.metadata)).toContain("200 OK hello from the agent");
       // The CLI listed the service's tools from the config its preset wrote.
       expect(requests["mcp-solved"]?.some((r) => r.includes(NOTES_TOOL))).toBe(true);
       const [idle] = results["mcp-idle"] ?? [];
@@ -483,7 +483,7 @@ describe.skipIf(!lane.ok)("Harbor side services on podman", () => {
       expect(requests["mcp-without"]?.length).toBeGreaterThan(0);
       expect(requests["mcp-without"]?.some((r) => r.includes(NOTES_TOOL))).toBe(false);
       expect(without?.reward, JSON.stringify(without?.evaluation)).toBe(0);
-      expect(without?.evaluation?.metadata?.stdout).toContain("404 Not Found");
+      expect(JSON.stringify(without?.evaluation?.metadata)).toContain("404 Not Found");
     });
 
     it("leaves no container of the sessions behind (services and their network holders)", () => {
