@@ -32,6 +32,21 @@ const COMMANDS = [
   "sh", "bash", "env", "cat", "echo", "ls", "sleep", "mkdir", "rm", "cp", "mv", "head", "tail", "wc", "sort", "uniq", "tr", "printf", "test", "true", "false", "id", "pwd", "touch", "chmod", "ln", "dirname", "basename", "grep", "sed", "kill", "setsid", "which", "find", "xargs", "cut", "tee", "stat", "readlink", "realpath", "date", "uname", "seq", "mktemp", "du", "expr", "timeout", "sha256sum",
 ];
 
+/**
+ * Libraries a harness CLI's own native binary links that no command above or node loads (Claude
+ * Code's binary needs librt: "error while loading shared libraries: librt.so.1" without it).
+ */
+const HARNESS_LIBRARIES = ["librt.so.1", "libdl.so.2", "libpthread.so.0"];
+
+/** Where the host's dynamic linker finds a library by its soname. */
+function libraryPath(soname: string): string {
+  const out = spawnSync("ldconfig", ["-p"], { encoding: "utf8" });
+  const line = out.stdout.split("\n").find((l) => l.trim().startsWith(`${soname} `) && /x86-64|AArch64/.test(l));
+  const path = line?.split("=> ")[1]?.trim();
+  if (!path) throw new Error(`podman-image: ${soname} is not installed on this host`);
+  return path;
+}
+
 const ETC: Record<string, string> = {
   "etc/passwd": "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n",
   "etc/group": "root:x:0:\nnogroup:x:65534:\n",
@@ -67,6 +82,7 @@ export function imageInputs(): string[] {
   const files = new Set<string>();
   for (const command of COMMANDS) files.add(which(command));
   for (const file of [...files, process.execPath]) for (const lib of librariesOf(file)) files.add(lib);
+  for (const soname of HARNESS_LIBRARIES) files.add(libraryPath(soname));
   return [...files].sort();
 }
 
