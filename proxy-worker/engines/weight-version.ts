@@ -11,8 +11,13 @@
 import { getJson, type Upstream } from "../upstream.ts";
 
 const RECHECK_MS = 60_000;
-/** A version read waits at most this long; past it the call goes on without the engine's word. */
-const READ_TIMEOUT_MS = 5_000;
+/**
+ * A version read waits at most this long; past it the call goes on without the engine's word.
+ * vLLM answers from the same API process that streams tokens: on 2 loaded CPU cores it took over
+ * 5 s at times, and a capture then named no version (the RL lane under load lost versions that
+ * way). A dead engine fails the call anyway; a slow one is worth waiting for.
+ */
+const READ_TIMEOUT_MS = 15_000;
 
 export interface EngineVersionSpan {
   start: string;
@@ -23,10 +28,12 @@ export class EngineVersions {
   private readonly absentUntil = new WeakMap<Upstream, number>();
   readonly enabled: boolean;
   private readonly clock: () => number;
+  private readonly timeoutMs: number;
 
-  constructor(enabled: boolean, clock: () => number = Date.now) {
+  constructor(enabled: boolean, clock: () => number = Date.now, timeoutMs = READ_TIMEOUT_MS) {
     this.enabled = enabled;
     this.clock = clock;
+    this.timeoutMs = timeoutMs;
   }
 
   /** The version the engine serves now, or null when it does not say (or is not asked). */
@@ -35,7 +42,7 @@ export class EngineVersions {
     const until = this.absentUntil.get(up);
     if (until !== undefined && this.clock() < until) return null;
     // Quiet: an engine without the route is the common case, not a failure worth a log line.
-    const res = await getJson({ ...up, log: undefined, timeoutMs: READ_TIMEOUT_MS }, "/weight_info");
+    const res = await getJson({ ...up, log: undefined, timeoutMs: this.timeoutMs }, "/weight_info");
     if (res.ok && typeof res.body.weight_version === "string") {
       this.absentUntil.delete(up);
       return res.body.weight_version;

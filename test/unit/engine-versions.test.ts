@@ -7,7 +7,10 @@ import { describe, expect, it } from "vitest";
 import { EngineVersions } from "../../proxy-worker/engines/weight-version.ts";
 import type { SendInit, Upstream } from "../../proxy-worker/upstream.ts";
 
-function engine(answers: Array<"slow" | "down" | 404 | string>): { up: Upstream; reads: () => number } {
+function engine(
+  answers: Array<"slow" | "down" | 404 | string>,
+  delayMs = 0,
+): { up: Upstream; reads: () => number } {
   let n = 0;
   const up: Upstream = {
     baseUrl: "http://127.0.0.1:9",
@@ -23,6 +26,16 @@ function engine(answers: Array<"slow" | "down" | 404 | string>): { up: Upstream;
           ),
         );
       }
+      if (delayMs) {
+        // Answers after delayMs, unless the read gave up first.
+        await new Promise((resolve, reject) => {
+          const timer = setTimeout(resolve, delayMs);
+          init.signal.addEventListener("abort", () => {
+            clearTimeout(timer);
+            reject(Object.assign(new Error("t"), { name: "TimeoutError" }));
+          });
+        });
+      }
       if (a === "down") throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
       if (a === 404) return { status: 404, text: "Not Found" };
       return { status: 200, text: JSON.stringify({ weight_version: a }) };
@@ -34,13 +47,18 @@ function engine(answers: Array<"slow" | "down" | 404 | string>): { up: Upstream;
 describe("EngineVersions", () => {
   it("asks again on the next call after a read that timed out or failed", async () => {
     const { up, reads } = engine(["slow", "down", "7"]);
-    const versions = new EngineVersions(true);
-    // The read waits 5 s (READ_TIMEOUT_MS) before giving up.
+    const versions = new EngineVersions(true, Date.now, 1_000);
+    // The read waits its timeout (1 s here) before giving up.
     expect(await versions.read(up)).toBeNull();
     expect(await versions.read(up)).toBeNull();
     expect(await versions.read(up)).toBe("7");
     expect(reads()).toBe(3);
   }, 10_000);
+
+  it("waits for a busy engine that answers after 6 s (vLLM on loaded CPU cores)", async () => {
+    const { up } = engine(["4"], 6_000);
+    expect(await new EngineVersions(true).read(up)).toBe("4");
+  }, 20_000);
 
   it("remembers an engine without the route for a minute", async () => {
     let now = 0;
