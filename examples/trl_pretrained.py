@@ -205,7 +205,12 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--out", type=Path, required=True, help="run directory: curve.jsonl, curve.png, summary.json, store/")
     ap.add_argument("--seed", type=int, default=0, help="TRL, torch and vLLM seed (the train/held-out split is fixed)")
     ap.add_argument("--preset", default="smollm2", help="engine preset whose model trains (scripts/engine/presets/)")
-    ap.add_argument("--minutes", type=float, default=45, help="wall-time budget, engine start included")
+    ap.add_argument(
+        "--minutes",
+        type=float,
+        default=40,
+        help="training stops at the first step end past this wall time (engine start included); that step's held-out evaluation follows",
+    )
     ap.add_argument("--max-steps", type=int, default=400, help="optimizer steps at most")
     ap.add_argument("--groups", type=int, default=4, help="task groups (prompts) per step")
     ap.add_argument("--group-size", type=int, default=8, help="sessions per group (TRL num_generations)")
