@@ -41,7 +41,9 @@ const HARNESS_LIBRARIES = ["librt.so.1", "libdl.so.2", "libpthread.so.0"];
 /** Where the host's dynamic linker finds a library by its soname. */
 function libraryPath(soname: string): string {
   const out = spawnSync("ldconfig", ["-p"], { encoding: "utf8" });
-  const line = out.stdout.split("\n").find((l) => l.trim().startsWith(`${soname} `) && /x86-64|AArch64/.test(l));
+  const line = out.stdout
+    .split("\n")
+    .find((l) => l.trim().startsWith(`${soname} `) && /x86-64|AArch64/.test(l));
   const path = line?.split("=> ")[1]?.trim();
   if (!path) throw new Error(`podman-image: ${soname} is not installed on this host`);
   return path;
