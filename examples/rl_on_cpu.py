@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT / "examples" / "rl"))
 from curve_png import reward_curve_png  # noqa: E402
 from local_stack import StackError, copy_tiny_model, engine_stack, free_port  # noqa: E402
 
-from polar_rollouts import ControlClient, Trace, TraceFilter, filter_traces, grpo_advantages  # noqa: E402
+from polar_rollouts import ControlClient, Trace, TraceFilter, VersionSpan, filter_traces, grpo_advantages  # noqa: E402
 from polar_rollouts.weight_sync import VllmWeightSync, WeightSyncError  # noqa: E402
 
 PROMPTS = [
@@ -120,6 +120,34 @@ def response_logprobs(model: Any, traces: list[Trace], selects: list[np.ndarray]
     logits = model.lm_head(hidden[r, c - 1]).float()
     lp = torch.log_softmax(logits, dim=-1).gather(1, ids[r, c][:, None]).squeeze(1)
     return list(torch.split(lp, sizes))
+
+
+def turn_spans(t: Trace) -> list[VersionSpan]:
+    """Reconstruction records one version span per sampled turn; a shard from before them, one."""
+    return t.version_spans or [VersionSpan(0, len(t.response_ids), t.policy_version, t.policy_version_end)]
+
+
+def sampled_positions(t: Trace) -> np.ndarray:
+    """The response positions inside some sampled turn: the only ones a loss may train on."""
+    inside = np.zeros(len(t.response_ids), dtype=bool)
+    for span in turn_spans(t):
+        inside[span.start : span.end] = True
+    return inside
+
+
+def turns_by_version(t: Trace) -> dict[int, np.ndarray]:
+    """The response positions of each turn one version sampled from start to end, by version.
+
+    A trace that crossed a weight sync is still checked turn by turn; only a turn the sync landed
+    inside has no single version to check.
+    """
+    out: dict[int, np.ndarray] = {}
+    for span in turn_spans(t):
+        v_start, v_end = version_of(span.version_start), version_of(span.version_end)
+        if v_start is not None and v_start == v_end:
+            where = out.setdefault(v_start, np.zeros(len(t.response_ids), dtype=bool))
+            where[span.start : span.end] = True
+    return out
 
 
 def mask_runs(mask: np.ndarray) -> int:
@@ -302,14 +330,13 @@ def train(
         for lo in range(0, len(kept), args.chunk):
             part = list(range(lo, min(lo + args.chunk, len(kept))))
             new_lps = response_logprobs(model, [kept[i] for i in part], [selects[i] for i in part])
-            # The logprob check: every trace sampled by one version, recomputed under that version.
-            by_version: dict[int, list[int]] = {}
+            # The logprob check: every turn recomputed under the version that sampled it.
+            by_version: dict[int, dict[int, np.ndarray]] = {}
             for k, i in enumerate(part):
-                t = kept[i]
-                v_start, v_end = version_of(t.policy_version), version_of(t.policy_version_end)
-                if v_start is not None and v_start == v_end:
-                    by_version.setdefault(v_start, []).append(k)
-            for v, ks in by_version.items():
+                for v, where in turns_by_version(kept[i]).items():
+                    by_version.setdefault(v, {})[k] = where
+            for v, turns in by_version.items():
+                ks = list(turns)
                 if v == version:
                     under = [new_lps[k].detach() for k in ks]
                 elif v in snapshots:
@@ -321,7 +348,8 @@ def train(
                 for k, lp_v in zip(ks, under):
                     i = part[k]
                     captured = torch.from_numpy(np.asarray(kept[i].response_logprobs, dtype=np.float32)[selects[i]])
-                    diffs.append((lp_v - captured)[torch.from_numpy(masks[i].numpy()[selects[i]] > 0)].abs().numpy())
+                    checked = (masks[i].numpy()[selects[i]] > 0) & turns[k][selects[i]]
+                    diffs.append((lp_v - captured)[torch.from_numpy(checked)].abs().numpy())
             loss = torch.zeros(())
             for k, i in enumerate(part):
                 t, mask = kept[i], masks[i].numpy()[selects[i]]
@@ -345,6 +373,14 @@ def train(
         all_diffs = np.concatenate(diffs) if diffs else np.zeros(0, dtype=np.float32)
         diff_mean = float(all_diffs.mean()) if all_diffs.size else None
         diff_max = float(all_diffs.max()) if all_diffs.size else None
+        off_turn = sum(int(((m.numpy() > 0) & ~sampled_positions(t)).sum()) for m, t in zip(masks, kept))
+        if off_turn:
+            problems.append(f"the loss trains {off_turn} tokens outside every sampled turn")
+        checkable = sum(
+            int(((masks[i].numpy() > 0) & where).sum()) for i, t in enumerate(kept) for where in turns_by_version(t).values()
+        )  # fmt: skip
+        if all_diffs.size != checkable:  # a turn sampled by a version whose weights were not kept
+            problems.append(f"{checkable - all_diffs.size} of {checkable} sampled tokens not checked: their version's weights are gone")
         if diff_max is None:
             problems.append("no trace could be checked against the weights that sampled it")
         elif diff_max > args.logprob_tolerance:

@@ -81,7 +81,14 @@ def check_store(out: Path, rows: list[dict[str, Any]]) -> None:
             assert len(lengths) == 2 and all(0 < n <= MAX_TOKENS for n in lengths), (t.session_id, lengths)
             assert t.response_logprobs is not None
             assert np.array_equal(t.response_logprobs != 0, m), t.session_id  # a logprob on every sampled token
-        assert row["checked_tokens"] > 0
+        # Every sampled token of a turn one version sampled is checked, in a trace that crossed a
+        # sync too (turn by turn); only a turn the sync landed inside has no version to check.
+        one_version = [
+            int(t.loss_mask[s.start : s.end].sum()) for t in traces for s in t.version_spans
+            if s.version_start is not None and s.version_start == s.version_end
+        ]  # fmt: skip
+        assert all(len(t.version_spans) == 2 for t in traces)
+        assert row["checked_tokens"] == sum(one_version) > 0, row
         assert row["logprob_diff_max"] < 1e-4, row  # float32 engine and trainer: ~1e-6
 
 
