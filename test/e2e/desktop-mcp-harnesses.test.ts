@@ -1,4 +1,3 @@
-import { spawnSync } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -11,6 +10,7 @@ import { keys } from "../../shared/keys.ts";
 import { DirectoryStore } from "../../shared/node/directory-store.ts";
 import type { CaptureRecord } from "../../shared/schemas/capture.ts";
 import type { SessionResult } from "../../shared/schemas/trajectory.ts";
+import { bwrapMissing, desktopMissing } from "../support/sandbox-lanes.ts";
 import { POLAR, readSessionResult, runProcess } from "./polar-run-process.ts";
 
 /*
@@ -31,27 +31,7 @@ const CODE = "K7Q-42X";
 const SCREEN_TOOL = "Take a screenshot of the desktop";
 const PNG = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
 
-const ok = (argv: string[]) => spawnSync(argv[0] as string, argv.slice(1)).status === 0;
-const skipReason = !ok([
-  "bwrap",
-  "--ro-bind",
-  "/",
-  "/",
-  "--unshare-net",
-  "--dev",
-  "/dev",
-  "--proc",
-  "/proc",
-  "true",
-])
-  ? "bwrap missing or unusable here"
-  : spawnSync("Xvfb", ["-version"]).error !== undefined
-    ? "no Xvfb (apt-get install xvfb)"
-    : !ok(["xdotool", "--version"])
-      ? "no xdotool (apt-get install xdotool)"
-      : !ok(["/usr/bin/python3", "-c", "import tkinter"])
-        ? "no Tk for /usr/bin/python3 (apt-get install python3-tk)"
-        : null;
+const skipReason = bwrapMissing() ?? desktopMissing();
 if (skipReason) console.log(`desktop MCP e2e skipped: ${skipReason}`);
 
 type Task = { task_id: string; instruction: string } & Record<string, unknown>;

@@ -6,6 +6,7 @@ import type { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { inflateSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { desktopMissing } from "../support/sandbox-lanes.ts";
 
 /*
  * The desktop MCP server (examples/computer-use/desktop-mcp.mjs) on its own, over stdio, on this
@@ -19,15 +20,7 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const SERVER = join(ROOT, "examples", "computer-use", "desktop-mcp.mjs");
 const APP = `/usr/bin/python3 ${join(ROOT, "examples", "computer-use", "desktop-app", "code_app.py")}`;
 
-const ok = (argv: string[]) => spawnSync(argv[0] as string, argv.slice(1)).status === 0;
-const skipReason =
-  spawnSync("Xvfb", ["-version"]).error !== undefined
-    ? "no Xvfb (apt-get install xvfb)"
-    : !ok(["xdotool", "--version"])
-      ? "no xdotool (apt-get install xdotool)"
-      : !ok(["/usr/bin/python3", "-c", "import tkinter"])
-        ? "no Tk for /usr/bin/python3 (apt-get install python3-tk)"
-        : null;
+const skipReason = desktopMissing();
 if (skipReason) console.log(`desktop MCP server test skipped: ${skipReason}`);
 const HAVE_XWD = spawnSync("xwd", ["-help"]).error === undefined;
 

@@ -7,6 +7,8 @@ import { installHarness } from "../../batch-runner/harness/install.ts";
 import { COMPUTER_USE_PRESETS } from "../../batch-runner/harness/registry.ts";
 import { BRIDGE_PORT } from "../../batch-runner/runtime/socket-bridge.ts";
 import type { SessionResult } from "../../shared/schemas/trajectory.ts";
+import { chromiumMissing } from "../support/chromium.ts";
+import { bwrapMissing } from "../support/sandbox-lanes.ts";
 import { APP_PORT, CHROMIUM, exampleTasks, idleTask } from "./computer-use-tasks.ts";
 import { POLAR, readSessionResult, runProcess } from "./polar-run-process.ts";
 import { auditStrace, type ConnectCall, externalConnects, type StraceAudit } from "./strace-connects.ts";
@@ -26,16 +28,9 @@ const PIDNS_FLAGS =
   spawnSync("strace", ["--decode-pids=pidns", "-o", "/dev/null", "true"]).status === 0
     ? ["--decode-pids=pidns"]
     : [];
-const bwrapWorks =
-  spawnSync("bwrap", ["--ro-bind", "/", "/", "--unshare-net", "--dev", "/dev", "--proc", "/proc", "true"])
-    .status === 0;
 const skipReason = !HAVE_STRACE
   ? "strace missing or not allowed to trace"
-  : !bwrapWorks
-    ? "bwrap missing or unusable"
-    : spawnSync(CHROMIUM, ["--version"]).status !== 0
-      ? `no Chromium at ${CHROMIUM}`
-      : null;
+  : (bwrapMissing() ?? chromiumMissing(CHROMIUM));
 if (skipReason) console.log(`browser_use network audit skipped: ${skipReason}`);
 
 /** `bind()`s that succeeded in `pids`: the ports the harness listens on inside its own sandbox. */

@@ -10,6 +10,8 @@ import { keys } from "../../shared/keys.ts";
 import { DirectoryStore } from "../../shared/node/directory-store.ts";
 import type { CaptureRecord } from "../../shared/schemas/capture.ts";
 import type { SessionResult } from "../../shared/schemas/trajectory.ts";
+import { chromiumMissing } from "../support/chromium.ts";
+import { bwrapMissing } from "../support/sandbox-lanes.ts";
 import { CHROMIUM, exampleTasks, idleTask } from "./computer-use-tasks.ts";
 import { POLAR, readSessionResult, runProcess } from "./polar-run-process.ts";
 
@@ -23,14 +25,7 @@ import { POLAR, readSessionResult, runProcess } from "./polar-run-process.ts";
  */
 
 const preset = COMPUTER_USE_PRESETS.browser_use;
-const bwrapWorks =
-  spawnSync("bwrap", ["--ro-bind", "/", "/", "--unshare-net", "--dev", "/dev", "--proc", "/proc", "true"])
-    .status === 0;
-const skipReason = !bwrapWorks
-  ? "bwrap missing or unusable here"
-  : spawnSync(CHROMIUM, ["--version"]).status !== 0
-    ? `no Chromium at ${CHROMIUM} (apt-get install chromium)`
-    : null;
+const skipReason = bwrapMissing() ?? chromiumMissing(CHROMIUM);
 if (skipReason) console.log(`browser_use e2e skipped: ${skipReason}`);
 /** Debian's `xvfb`: one more session runs the browser with a window on a virtual display. */
 const HAVE_XVFB = spawnSync("Xvfb", ["-version"]).error === undefined;

@@ -1,4 +1,3 @@
-import { spawnSync } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,6 +8,7 @@ import { loadCaptures } from "../../batch-runner/reconstruction/load-captures.ts
 import { DirectoryStore } from "../../shared/node/directory-store.ts";
 import type { CaptureRecord } from "../../shared/schemas/capture.ts";
 import type { SessionResult } from "../../shared/schemas/trajectory.ts";
+import { bwrapMissing } from "../support/sandbox-lanes.ts";
 import { POLAR, readSessionResult, runProcess, scriptedTask } from "./polar-run-process.ts";
 
 /*
@@ -17,11 +17,9 @@ import { POLAR, readSessionResult, runProcess, scriptedTask } from "./polar-run-
  * needed anything from the network to start, authenticate or answer fails here.
  */
 
-const bwrapWorks =
-  spawnSync("bwrap", ["--ro-bind", "/", "/", "--unshare-net", "--dev", "/dev", "--proc", "/proc", "true"])
-    .status === 0;
-if (!bwrapWorks)
-  console.log("bwrap missing or unusable here (user namespaces?): the no-network run is skipped");
+const bwrapProblem = bwrapMissing();
+const bwrapWorks = bwrapProblem === null;
+if (bwrapProblem) console.log(`${bwrapProblem}: the no-network run is skipped`);
 
 const NAMES = Object.keys(CLI_PRESETS) as CliHarnessName[];
 /** A Hugging Face-style name, as real deployments serve: the slash must survive every CLI's config. */

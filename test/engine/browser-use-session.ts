@@ -1,4 +1,3 @@
-import { spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -11,6 +10,8 @@ import type { CaptureRecord } from "../../shared/schemas/capture.ts";
 import type { SessionResult } from "../../shared/schemas/trajectory.ts";
 import { CHROMIUM, exampleTasks } from "../e2e/computer-use-tasks.ts";
 import { POLAR, readSessionResult, runProcess } from "../e2e/polar-run-process.ts";
+import { chromiumMissing } from "../support/chromium.ts";
+import { bwrapMissing } from "../support/sandbox-lanes.ts";
 
 /*
  * One example computer-use task (examples/computer-use/, the profile form) through `polar run
@@ -23,21 +24,7 @@ export const BROWSER_TASK = "engine-browser-use";
 
 /** Why the browser session cannot run here, or null. */
 export function browserSessionMissing(): string | null {
-  const bwrap = spawnSync("bwrap", [
-    "--ro-bind",
-    "/",
-    "/",
-    "--unshare-net",
-    "--dev",
-    "/dev",
-    "--proc",
-    "/proc",
-    "true",
-  ]);
-  if (bwrap.status !== 0) return "bwrap missing or unusable here";
-  if (spawnSync(CHROMIUM, ["--version"]).status !== 0)
-    return `no Chromium at ${CHROMIUM} (apt-get install chromium)`;
-  return null;
+  return bwrapMissing() ?? chromiumMissing(CHROMIUM);
 }
 
 export interface BrowserSession {

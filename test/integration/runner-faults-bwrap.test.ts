@@ -1,4 +1,3 @@
-import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -16,9 +15,11 @@ import {
   startRunnerStack,
   waitFor,
 } from "../support/runner-stack.ts";
+import { bwrapMissing } from "../support/sandbox-lanes.ts";
 
-const bwrapWorks = spawnSync("bwrap", ["--ro-bind", "/", "/", "--unshare-net", "true"]).status === 0;
-if (!bwrapWorks) console.warn("skipping: bwrap is missing or cannot create namespaces (.ci/run installs it)");
+const bwrapProblem = bwrapMissing();
+const bwrapWorks = bwrapProblem === null;
+if (bwrapProblem) console.warn(`skipping: ${bwrapProblem}`);
 
 describe.skipIf(!bwrapWorks)("a session in the bwrap runtime", () => {
   let stack: RunnerStack;

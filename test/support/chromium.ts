@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -6,11 +7,11 @@ import type { BrowserContext } from "playwright-core";
 /** Debian's `chromium` (`.ci/run` installs it); POLAR_CHROMIUM points elsewhere. */
 export const CHROMIUM = process.env.POLAR_CHROMIUM ?? "/usr/bin/chromium";
 
-/** Why the browser tests cannot run here, or null when they can. */
-export function chromiumMissing(): string | null {
-  return existsSync(CHROMIUM)
+/** Why the browser tests cannot run here, or null when they can (it must start, not only exist). */
+export function chromiumMissing(path = CHROMIUM): string | null {
+  return existsSync(path) && spawnSync(path, ["--version"]).status === 0
     ? null
-    : `no Chromium at ${CHROMIUM} (apt-get install chromium, or set POLAR_CHROMIUM)`;
+    : `no Chromium at ${path} (apt-get install chromium${path === CHROMIUM ? ", or set POLAR_CHROMIUM" : ""})`;
 }
 
 /** Headless Chromium with a fresh profile, no network of its own (no updates, sync or QUIC). */

@@ -1,4 +1,3 @@
-import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
@@ -9,15 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bwrapArgs, bwrapRuntimeFactory, POLAR_ROOT } from "../../batch-runner/runtime/bwrap.ts";
 import type { Runtime } from "../../batch-runner/runtime/runtime.ts";
 import { HOST_NODE_DIR, SANDBOX_BRIDGE_SCRIPT } from "../../batch-runner/runtime/socket-bridge.ts";
+import { bwrapMissing } from "../support/sandbox-lanes.ts";
 
-/** bwrap needs user namespaces; CI images without it skip with this reason. */
-function bwrapProblem(): string | null {
-  const probe = spawnSync("bwrap", ["--ro-bind", "/", "/", "--unshare-net", "true"], { encoding: "utf8" });
-  if (probe.error) return `bwrap is not installed (${probe.error.message}); .ci/run installs bubblewrap`;
-  if (probe.status !== 0) return `bwrap cannot create namespaces here: ${probe.stderr.trim()}`;
-  return null;
-}
-const problem = bwrapProblem();
+const problem = bwrapMissing();
 if (problem) console.warn(`skipping bwrap runtime tests: ${problem}`);
 
 function listen(server: Server): Promise<string> {
