@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmod, cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -13,7 +13,7 @@ import { DirectoryStore } from "../../shared/node/directory-store.ts";
 import type { SessionResult } from "../../shared/schemas/trajectory.ts";
 import { podmanLane } from "../support/podman.ts";
 import { readTaskResults } from "../support/runner-stack.ts";
-import { POLAR } from "./polar-run-process.ts";
+import { runPolar, shellScript } from "./polar-run-process.ts";
 
 /*
  * Harbor's task.toml features, end to end on podman (test/fixtures/harbor-features, tasks of our own):
@@ -30,31 +30,6 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const FIXTURES = join(ROOT, "test", "fixtures", "harbor-features");
 const lane = await podmanLane();
 if (!lane.ok) console.warn(`harbor-features: skipped: ${lane.reason}`);
-
-function polar(args: string[], env: NodeJS.ProcessEnv, timeoutMs: number) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((done, fail) => {
-    const child = spawn(process.execPath, [POLAR, ...args], {
-      cwd: ROOT,
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-    child.stdout.on("data", (c) => (stdout += c));
-    child.stderr.on("data", (c) => (stderr += c));
-    child.on("error", fail);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      done({ code, stdout, stderr });
-    });
-  });
-}
-
-/** A polar-script block for the dry-run policy: each line of a solution as a shell call. */
-function script(lines: string[]): string {
-  return ["", "```polar-script", ...lines.map((l) => `shell: ${l}`), "say: done", "```"].join("\n");
-}
 
 async function solution(path: string): Promise<string[]> {
   return (await readFile(join(FIXTURES, path), "utf8"))
@@ -91,7 +66,7 @@ describe.skipIf(!lane.ok)("Harbor task.toml features run on podman", () => {
       POLAR_BUILD_DIRS: dir,
       POLAR_SESSIONS_DIR: join(dir, "sessions"),
     };
-    imported = await polar(["import-harbor", collection, "--harness", "pi"], env, 60_000);
+    imported = await runPolar(["import-harbor", collection, "--harness", "pi"], env, 60_000);
     expect(imported.code, imported.stderr).toBe(0);
     const byId = Object.fromEntries(
       imported.stdout
@@ -105,7 +80,7 @@ describe.skipIf(!lane.ok)("Harbor task.toml features run on podman", () => {
       Promise.all(
         (notes.evaluator.config.steps as Step[]).map(async (s) => ({
           ...s,
-          instruction: s.instruction + script(await scripts(s)),
+          instruction: s.instruction + shellScript(await scripts(s)),
         })),
       );
     const solvedSteps = await withSteps((s) => solution(`step-notes/steps/${s.name}/solution/solve.sh`));
@@ -119,9 +94,9 @@ describe.skipIf(!lane.ok)("Harbor task.toml features run on podman", () => {
       {
         ...stamp,
         task_id: "stamp-solved",
-        instruction: stamp.instruction + script(await solution("skill-stamp/solution/solve.sh")),
+        instruction: stamp.instruction + shellScript(await solution("skill-stamp/solution/solve.sh")),
       },
-      { ...stamp, task_id: "stamp-idle", instruction: stamp.instruction + script([]) },
+      { ...stamp, task_id: "stamp-idle", instruction: stamp.instruction + shellScript([]) },
       { ...stepped(solvedSteps), task_id: "notes-solved" },
       { ...stepped(idleSteps), task_id: "notes-idle" },
       {
@@ -136,7 +111,7 @@ describe.skipIf(!lane.ok)("Harbor task.toml features run on podman", () => {
     const engine = join(dir, "podman-logged");
     await writeFile(engine, `#!/bin/sh\necho "$*" >> ${join(dir, "engine.log")}\nexec podman "$@"\n`);
     await chmod(engine, 0o755);
-    run = await polar(
+    run = await runPolar(
       ["run", tasksFile, "--out", join(dir, "out"), "--run", "4", "--docker-bin", engine],
       env,
       480_000,

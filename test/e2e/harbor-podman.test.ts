@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmod, cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -12,7 +12,7 @@ import { DirectoryStore } from "../../shared/node/directory-store.ts";
 import type { SessionResult } from "../../shared/schemas/trajectory.ts";
 import { podmanLane } from "../support/podman.ts";
 import { readTaskResults } from "../support/runner-stack.ts";
-import { POLAR } from "./polar-run-process.ts";
+import { runPolar, shellScript } from "./polar-run-process.ts";
 
 /*
  * Harbor tasks as Harbor runs them, on podman: `polar import-harbor` over the fixture collection
@@ -32,31 +32,6 @@ const FIXTURES = join(ROOT, "test", "fixtures", "harbor-build");
 const PREBUILT = "localhost/polar-harbor-prebuilt:fixture";
 const lane = await podmanLane();
 if (!lane.ok) console.warn(`harbor-podman: skipped: ${lane.reason}`);
-
-function polar(args: string[], env: NodeJS.ProcessEnv, timeoutMs: number) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((done, fail) => {
-    const child = spawn(process.execPath, [POLAR, ...args], {
-      cwd: ROOT,
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-    child.stdout.on("data", (c) => (stdout += c));
-    child.stderr.on("data", (c) => (stderr += c));
-    child.on("error", fail);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      done({ code, stdout, stderr });
-    });
-  });
-}
-
-/** A polar-script block for the dry-run policy: each line of the solution as a shell call. */
-function script(lines: string[]): string {
-  return ["", "```polar-script", ...lines.map((l) => `shell: ${l}`), "say: done", "```"].join("\n");
-}
 
 describe.skipIf(!lane.ok)("Harbor tasks built and run on podman", () => {
   let dir: string;
@@ -101,7 +76,7 @@ describe.skipIf(!lane.ok)("Harbor tasks built and run on podman", () => {
       timeout: 120_000,
     });
     expect(made.status, made.stderr).toBe(0);
-    const imported = await polar(["import-harbor", collection, "--harness", "pi"], env, 60_000);
+    const imported = await runPolar(["import-harbor", collection, "--harness", "pi"], env, 60_000);
     expect(imported.code, imported.stderr).toBe(0);
     const byId = Object.fromEntries(
       imported.stdout
@@ -120,15 +95,15 @@ describe.skipIf(!lane.ok)("Harbor tasks built and run on podman", () => {
         ...tally,
         task_id: "tally-solved",
         num_samples: 2,
-        instruction: tally.instruction + script(await solution("word-tally")),
+        instruction: tally.instruction + shellScript(await solution("word-tally")),
       },
-      { ...tally, task_id: "tally-idle", instruction: tally.instruction + script([]) },
-      { ...broken, instruction: broken.instruction + script(await solution("word-tally")) },
-      { ...note, instruction: note.instruction + script(await solution("prebuilt-note")) },
+      { ...tally, task_id: "tally-idle", instruction: tally.instruction + shellScript([]) },
+      { ...broken, instruction: broken.instruction + shellScript(await solution("word-tally")) },
+      { ...note, instruction: note.instruction + shellScript(await solution("prebuilt-note")) },
     ];
     const tasksFile = join(dir, "tasks.jsonl");
     await writeFile(tasksFile, `${tasks.map((t) => JSON.stringify(t)).join("\n")}\n`);
-    run = await polar(
+    run = await runPolar(
       ["run", tasksFile, "--out", join(dir, "out"), "--run", "4", "--docker-bin", engine],
       env,
       300_000,

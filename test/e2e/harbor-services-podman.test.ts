@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
@@ -16,7 +16,7 @@ import type { SideService } from "../../shared/schemas/side-service.ts";
 import type { SessionResult } from "../../shared/schemas/trajectory.ts";
 import { podmanLane } from "../support/podman.ts";
 import { readTaskResults } from "../support/runner-stack.ts";
-import { POLAR } from "./polar-run-process.ts";
+import { runPolar, shellScript } from "./polar-run-process.ts";
 
 /*
  * Harbor side services on podman. The fixture task (test/fixtures/harbor-services/kv-store) declares
@@ -75,42 +75,17 @@ async function buildPerlImage(dir: string, base: string, cli: string[]): Promise
 async function buildNodeImage(dir: string, base: string, cli: string[]): Promise<void> {
   const ctx = join(dir, "node-image");
   await mkdir(ctx, { recursive: true });
+  // Node alone: the lane's image already holds the libraries node links.
   await cp(process.execPath, join(ctx, "node"));
-  const librt = spawnSync("readlink", ["-f", "/lib/x86_64-linux-gnu/librt.so.1"], { encoding: "utf8" });
-  await cp(librt.stdout.trim(), join(ctx, "librt.so.1"));
   await writeFile(
     join(ctx, "Dockerfile"),
-    `FROM ${base}\nCOPY librt.so.1 /usr/lib/x86_64-linux-gnu/librt.so.1\nCOPY node /usr/local/bin/node\nENV PATH=/usr/local/bin:/usr/bin:/bin\n`,
+    `FROM ${base}\nCOPY node /usr/local/bin/node\nENV PATH=/usr/local/bin:/usr/bin:/bin\n`,
   );
   const made = spawnSync(cli[0] as string, [...cli.slice(1), "build", "-t", NODE_IMAGE, ctx], {
     encoding: "utf8",
     timeout: 180_000,
   });
   if (made.status !== 0) throw new Error(`building ${NODE_IMAGE}: ${made.stderr}`);
-}
-
-function polar(args: string[], env: NodeJS.ProcessEnv, timeoutMs: number) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((done, fail) => {
-    const child = spawn(process.execPath, [POLAR, ...args], {
-      cwd: ROOT,
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-    child.stdout.on("data", (c) => (stdout += c));
-    child.stderr.on("data", (c) => (stderr += c));
-    child.on("error", fail);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      done({ code, stdout, stderr });
-    });
-  });
-}
-
-function script(lines: string[]): string {
-  return ["", "```polar-script", ...lines.map((l) => `shell: ${l}`), "say: done", "```"].join("\n");
 }
 
 describe.skipIf(!lane.ok)("Harbor side services on podman", () => {
@@ -310,9 +285,13 @@ describe.skipIf(!lane.ok)("Harbor side services on podman", () => {
         refusedCompose,
         (await readFile(refusedCompose, "utf8")).replace("ECHO_SERVICE_TOKEN", "ECHO_OTHER_TOKEN"),
       );
-      const imported = await polar(["import-harbor", collection, "--harness", "pi"], env, 60_000);
+      const imported = await runPolar(["import-harbor", collection, "--harness", "pi"], env, 60_000);
       expect(imported.code, imported.stderr).toBe(0);
-      const importedMcp = await polar(["import-harbor", mcpNotes, "--harness", "claude_code"], env, 60_000);
+      const importedMcp = await runPolar(
+        ["import-harbor", mcpNotes, "--harness", "claude_code"],
+        env,
+        60_000,
+      );
       expect(importedMcp.code, importedMcp.stderr).toBe(0);
       const byId = Object.fromEntries(
         `${imported.stdout}${importedMcp.stdout}`
@@ -347,17 +326,17 @@ describe.skipIf(!lane.ok)("Harbor side services on podman", () => {
       const echoSolution = ["env", "cat /proc/self/environ"];
       const agentMarker = { ...echo.runtime.env, AGENT_MARKER: `agent-env-${nonce}` };
       const tasks = [
-        { ...kv, task_id: "kv-solved", instruction: kv.instruction + script(solution) },
-        { ...kv, task_id: "kv-idle", instruction: kv.instruction + script([]) },
-        { ...sickTask, instruction: sickTask.instruction + script(solution) },
-        { ...brokenTask, instruction: brokenTask.instruction + script(solution) },
+        { ...kv, task_id: "kv-solved", instruction: kv.instruction + shellScript(solution) },
+        { ...kv, task_id: "kv-idle", instruction: kv.instruction + shellScript([]) },
+        { ...sickTask, instruction: sickTask.instruction + shellScript(solution) },
+        { ...brokenTask, instruction: brokenTask.instruction + shellScript(solution) },
         {
           ...echo,
           task_id: "secret-allowed",
           runtime: { ...echo.runtime, env: agentMarker },
-          instruction: echo.instruction + script(echoSolution),
+          instruction: echo.instruction + shellScript(echoSolution),
         },
-        { ...echoRefused, instruction: echoRefused.instruction + script(echoSolution) },
+        { ...echoRefused, instruction: echoRefused.instruction + shellScript(echoSolution) },
         { ...notes, task_id: "mcp-solved", instruction: notes.instruction + toolScript(noteCalls) },
         { ...notes, task_id: "mcp-idle", instruction: notes.instruction + toolScript([]) },
         {
@@ -369,7 +348,7 @@ describe.skipIf(!lane.ok)("Harbor side services on podman", () => {
       ];
       const tasksFile = join(dir, "tasks.jsonl");
       await writeFile(tasksFile, `${tasks.map((t) => JSON.stringify(t)).join("\n")}\n`);
-      run = await polar(
+      run = await runPolar(
         [
           "run",
           tasksFile,

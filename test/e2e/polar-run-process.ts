@@ -86,6 +86,36 @@ export function runProcess(
   });
 }
 
+/** `polar ARGS` with its own environment, run to the end; stdout and stderr apart. */
+export function runPolar(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  timeoutMs: number,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((done, fail) => {
+    const child = spawn(process.execPath, [POLAR, ...args], {
+      cwd: ROOT,
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.stdout.on("data", (c) => (stdout += c));
+    child.stderr.on("data", (c) => (stderr += c));
+    child.on("error", fail);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      done({ code, stdout, stderr });
+    });
+  });
+}
+
+/** A polar-script block for the dry-run policy: each line (of a solution) as a shell call. */
+export function shellScript(lines: string[]): string {
+  return ["", "```polar-script", ...lines.map((l) => `shell: ${l}`), "say: done", "```"].join("\n");
+}
+
 /** The one session result of `taskId` in a `polar run` store dir. */
 export async function readSessionResult(
   storeDir: string,
