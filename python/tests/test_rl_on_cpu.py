@@ -12,26 +12,18 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 from conftest import ROOT
+from support.engine_lane import needs_engine_lane
 
 from polar_rollouts import read_shard
 
-ENGINE_PYTHON = ROOT / ".venv-engine" / "bin" / "python"
-# As the vitest engine tests (test/support/real-engine.ts): under CI or POLAR_REQUIRE_ENGINE=1 a
-# missing lane is not a skip (scripts/engine.sh, which the example runs, sets it up).
-REQUIRED = bool(os.environ.get("CI")) or os.environ.get("POLAR_REQUIRE_ENGINE") == "1"
-pytestmark = pytest.mark.skipif(
-    not REQUIRED and (not ENGINE_PYTHON.exists() or shutil.which("node") is None),
-    reason="needs the real-engine lane (.venv-engine: `bash scripts/engine.sh setup`) and node on PATH",
-)
+pytestmark = needs_engine_lane
 MAX_TOKENS = 8
 FIELDS = {
     "iteration", "policy_version", "mean_reward", "rewards", "samples", "trainable_tokens",

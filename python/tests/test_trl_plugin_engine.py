@@ -12,25 +12,20 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import trainer_module
-from support.engine_stack import ENGINE_PYTHON, Stack, engine_stack, lowercase_task
+from support.engine_lane import needs_engine_lane
+from support.engine_stack import Stack, engine_stack, lowercase_task
 
 from polar_rollouts import ControlClient
 from polar_rollouts.plugins.trl import polar_reward, polar_rollout_func
 from polar_rollouts.weight_sync import VllmWeightSync
 
-REQUIRED = bool(os.environ.get("CI")) or os.environ.get("POLAR_REQUIRE_ENGINE") == "1"
-pytestmark = pytest.mark.skipif(
-    not REQUIRED and (not ENGINE_PYTHON.exists() or shutil.which("node") is None),
-    reason="needs the real-engine lane (.venv-engine: `bash scripts/engine.sh setup`) and node on PATH",
-)
+pytestmark = needs_engine_lane
 STEPS = 3
 GROUP = 2
 MAX_TOKENS = 8

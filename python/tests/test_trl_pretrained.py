@@ -13,20 +13,14 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from conftest import ROOT, trainer_module
+from support.engine_lane import needs_engine_lane
 
-ENGINE_PYTHON = ROOT / ".venv-engine" / "bin" / "python"
-REQUIRED = bool(os.environ.get("CI")) or os.environ.get("POLAR_REQUIRE_ENGINE") == "1"
-pytestmark = pytest.mark.skipif(
-    not REQUIRED and (not ENGINE_PYTHON.exists() or shutil.which("node") is None),
-    reason="needs the real-engine lane (.venv-engine: `bash scripts/engine.sh setup`) and node on PATH",
-)
+pytestmark = needs_engine_lane
 STEPS = 2
 HELD_OUT = 1  # per family: 3 held-out sessions per evaluation
 

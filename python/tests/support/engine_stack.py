@@ -9,8 +9,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[3]
-ENGINE_PYTHON = ROOT / ".venv-engine" / "bin" / "python"
+from .engine_lane import ENGINE_PYTHON, ROOT
+
 sys.path.insert(0, str(ROOT / "examples" / "rl"))
 
 from local_stack import TINY, Stack, copy_tiny_model  # noqa: E402
