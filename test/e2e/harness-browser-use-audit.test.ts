@@ -33,16 +33,6 @@ const skipReason = !HAVE_STRACE
   : (bwrapMissing() ?? chromiumMissing(CHROMIUM));
 if (skipReason) console.log(`browser_use network audit skipped: ${skipReason}`);
 
-/** `bind()`s that succeeded in `pids`: the ports the harness listens on inside its own sandbox. */
-function boundPorts(text: string, pids: ReadonlySet<number>): Set<number> {
-  const ports = new Set<number>();
-  for (const line of text.split("\n")) {
-    const m = /^(\d+) bind\(\d+, \{sa_family=AF_INET6?, sin6?_port=htons\((\d+)\)/.exec(line);
-    if (m && pids.has(Number(m[1])) && / = 0$/.test(line)) ports.add(Number(m[2]));
-  }
-  return ports;
-}
-
 /**
  * Chromium's IPv6 reachability probe: a UDP connect() to a public resolver's address that sends
  * nothing (it only asks the kernel for a route, and the sandbox has none). Chromium has no switch
@@ -74,7 +64,8 @@ describe.skipIf(skipReason !== null)("browser_use under strace in bwrap", () => 
     result = await readSessionResult(join(dir, "out", "store"), "cu-audit", output);
     const text = await readFile(traceFile, "utf8");
     audit = auditStrace(text, `${installed?.prefix}/`);
-    ports = boundPorts(text, audit.harnessPids);
+    // The ports the harness listens on inside its own sandbox.
+    ports = new Set(audit.binds.filter((b) => audit.harnessPids.has(b.pid)).map((b) => b.port));
   }, 400_000);
 
   afterAll(async () => {

@@ -46,6 +46,32 @@ describe("auditStrace on recorded lines", () => {
     expect(connectsOtherThan(audit.connects, audit.harnessPids, 18787).map((c) => c.port)).toEqual([53]);
   });
 
+  it("joins the calls another thread split (<unfinished ...>, <... resumed>) before reading them", () => {
+    const split = [
+      '600 execve("/cache/codex@1/bin/codex", ["codex"], 0x7ff /* 9 vars */ <unfinished ...>',
+      "700 clone(child_stack=NULL, flags=SIGCHLD) = 701",
+      "600 <... execve resumed>) = 0",
+      "600 clone3({flags=CLONE_VM|CLONE_THREAD, ...} <unfinished ...>",
+      "600 <... clone3 resumed>, 88) = 4 /* 602 in strace's PID NS */",
+      '602 bind(21, {sa_family=AF_INET, sin_port=htons(8765), sin_addr=inet_addr("127.0.0.1")}, 16 <unfinished ...>',
+      '600 bind(22, {sa_family=AF_INET, sin_port=htons(9000), sin_addr=inet_addr("127.0.0.1")}, 16 <unfinished ...>',
+      "602 <... bind resumed>)           = 0",
+      "600 <... bind resumed>)           = -1 EADDRINUSE (Address already in use)",
+      '602 connect(8, {sa_family=AF_INET6, sin6_port=htons(443), sin6_flowinfo=htonl(0), inet_pton(AF_INET6, "2001:db8::1", &sin6_addr), sin6_scope_id=0}, 28 <unfinished ...>',
+      "602 <... connect resumed>) = -1 ENETUNREACH (Network is unreachable)",
+    ].join("\n");
+    const audit = auditStrace(split, "/cache/codex@1/");
+    expect([...audit.harnessPids].sort()).toEqual([600, 602]);
+    expect(audit.binds).toEqual([{ pid: 602, port: 8765 }]);
+    expect(
+      audit.connects.map((c) => [
+        c.pid,
+        c.port,
+        c.line.endsWith("= -1 ENETUNREACH (Network is unreachable)"),
+      ]),
+    ).toEqual([[602, 443, true]]);
+  });
+
   it("a clean harness passes", () => {
     const clean = trace
       .split("\n")
