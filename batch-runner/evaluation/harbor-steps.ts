@@ -6,8 +6,8 @@ import { traceTurns } from "./trace-turns.ts";
 /**
  * A multi-step Harbor task (`[[steps]]`) as Harbor's `MultiStepTrial` runs it: one session through
  * the steps, each step judged by its tests laid over the task's, the remaining steps skipped when a
- * step falls below its `min_reward` or fails, and the task's reward the mean per key of the judged
- * steps (missing keys 0) or the last step's (`final`).
+ * step falls below its `min_reward` or fails, and the task's reward the mean per key of the steps
+ * (missing keys 0) or the last step's (`final`), a step without a reward counting 0 (aggregateSteps).
  */
 export function sessionSteps(cfg: HarborConfig): SessionStep[] | null {
   if (!cfg.steps) return null;
@@ -67,33 +67,46 @@ export function stopAfter(step: SessionStep, outcome: StepOutcome): string | nul
   return null;
 }
 
-/** The task's evaluation from its steps' outcomes; throws when no step was judged (the session is ERROR). */
+/**
+ * The task's evaluation from its steps' outcomes; throws when no step was judged (the session is
+ * ERROR, as a one-step task whose tests wrote no reward).
+ *
+ * Every step of the task was due. One that got no reward (it failed to run or to be judged, or an
+ * earlier failure, a step below its `min_reward` or the budget ended the steps first) counts as
+ * the lowest reward, 0 for every key: Harbor's mean over the judged steps alone let an agent that
+ * made a later step fail (`mkdir` over that step's file) score a full solve. Counted so, no failure
+ * the agent can cause, at any step, scores above doing that step honestly. A task whose judged
+ * steps wrote a negative reward has no known floor: a step without one then leaves the session
+ * unrewarded (ERROR) rather than counting it at 0.
+ */
 export function aggregateSteps(
   cfg: HarborConfig,
   outcomes: readonly StepOutcome[],
   trajectory: Trajectory,
 ): Evaluation {
   const judged = outcomes.filter((o) => o.evaluation !== null);
+  if (judged.length === 0)
+    throw new Error(
+      `no step was judged (${outcomes.map((o) => `${o.name}: ${o.error}`).join("; ") || "no step ran"})`,
+    );
+  const due = (cfg.steps ?? []).map((step, i) => ({ name: step.name, outcome: outcomes[i] ?? null }));
+  const unrewarded = due.filter((d) => !d.outcome?.evaluation).map((d) => d.name);
+  const all = judged.map((o) => stepRewards(o.evaluation as Evaluation));
+  const names = [...new Set(all.flatMap((r) => Object.keys(r)))];
+  if (unrewarded.length > 0 && all.some((r) => Object.values(r).some((v) => v < 0)))
+    throw new Error(
+      `step ${unrewarded.join(", ")} got no reward and a judged step's reward is negative: with no known lowest reward to count it at, the session is not rewarded`,
+    );
+  const zero = Object.fromEntries(names.map((k) => [k, 0]));
+  const perStep = due.map((d) => (d.outcome?.evaluation ? stepRewards(d.outcome.evaluation) : zero));
   let rewards: Record<string, number>;
   if (cfg.step_reward_strategy === "final") {
-    const last = outcomes.at(-1);
-    if (!last?.evaluation)
-      throw new Error(
-        `the last step that ran (${last?.name ?? "none"}) was not judged: ${last?.error ?? "no step ran"}`,
-      );
-    rewards = stepRewards(last.evaluation);
+    rewards = perStep.at(-1) ?? zero;
   } else {
-    if (judged.length === 0)
-      throw new Error(
-        `no step was judged (${outcomes.map((o) => `${o.name}: ${o.error}`).join("; ") || "no step ran"})`,
-      );
-    const all = judged.map((o) => stepRewards(o.evaluation as Evaluation));
-    const names = [...new Set(all.flatMap((r) => Object.keys(r)))];
     rewards = Object.fromEntries(
-      names.map((k) => [k, all.reduce((sum, r) => sum + (r[k] ?? 0), 0) / all.length]),
+      names.map((k) => [k, perStep.reduce((sum, r) => sum + (r[k] ?? 0), 0) / perStep.length]),
     );
   }
-  const names = Object.keys(rewards);
   const key = Object.hasOwn(rewards, cfg.reward_key) ? cfg.reward_key : names.length === 1 ? names[0] : null;
   if (key === null || key === undefined)
     throw new Error(
@@ -105,12 +118,17 @@ export function aggregateSteps(
     metadata: {
       rewards,
       step_reward_strategy: cfg.step_reward_strategy,
-      steps: outcomes.map((o) => ({
-        name: o.name,
-        reward: o.evaluation?.outcome_reward ?? null,
-        ...(o.evaluation ? { rewards: stepRewards(o.evaluation), metadata: o.evaluation.metadata } : {}),
-        ...(o.error ? { error: o.error } : {}),
-      })),
+      steps: due.map(({ name, outcome: o }) =>
+        o
+          ? {
+              name,
+              reward: o.evaluation?.outcome_reward ?? null,
+              ...(o.evaluation ? { rewards: stepRewards(o.evaluation), metadata: o.evaluation.metadata } : {}),
+              ...(o.error ? { error: o.error } : {}),
+            }
+          : { name, reward: null, error: "did not run: an earlier step or the budget ended the steps" },
+      ),
+      ...(unrewarded.length ? { unrewarded_steps_count_as_zero: unrewarded } : {}),
     },
   };
 }

@@ -8,6 +8,7 @@ import { judgeInFreshRuntime } from "./agent-outputs.ts";
 import type { Evaluation, EvaluationContext, Evaluator } from "./evaluator.ts";
 import { commandTimeoutMs, parseEvaluatorConfig, tail } from "./evaluator-config.ts";
 import { copyEvaluatorFiles } from "./evaluator-files.ts";
+import { rewardFiles } from "./harbor-reward-files.ts";
 import { aggregateSteps, sessionSteps, stepConfig } from "./harbor-steps.ts";
 import { judgeEnv } from "./judge-env.ts";
 
@@ -85,7 +86,7 @@ async function runTests(
     env: judgeEnv(rewriteEnv(cfg.env, map)),
     timeoutMs: commandTimeoutMs(cfg.timeout_seconds, ctx.timeoutMs),
   });
-  const names = rewardFiles(cfg.tests);
+  const names = await rewardFiles(cfg.tests, ctx.hostFiles);
   const read = await fresh.exec([
     "sh",
     "-c",
@@ -117,20 +118,6 @@ async function runTests(
       `${err.message} (test.sh exited ${res.exitCode}: ${tail(res.stderr || res.stdout, 300).trim()})`,
     );
   }
-}
-
-/**
- * The reward files the task's tests write: a name none of their text mentions is never read. The
- * tests run the agent's code in the same runtime, as the same user, so that code can write into the
- * verifier dir too: a `reward.json` it wrote first would win over the `reward.txt` the tests write
- * after it. Tests held on the runner's host (`from`) are not read here: then both names count.
- */
-export function rewardFiles(tests: HarborConfig["tests"]): ("reward.json" | "reward.txt")[] {
-  const sources = Object.values(tests);
-  if (sources.some((s) => typeof s === "object" && "from" in s)) return ["reward.json", "reward.txt"];
-  const text = sources.map((s) => (typeof s === "string" ? s : "content" in s ? s.content : "")).join("\n");
-  const named = (["reward.json", "reward.txt"] as const).filter((n) => text.includes(n));
-  return named.length ? [...named] : ["reward.json", "reward.txt"];
 }
 
 function rewriteEnv(env: Record<string, string>, map: Record<string, string>): Record<string, string> {

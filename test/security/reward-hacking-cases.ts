@@ -9,6 +9,8 @@
  * `polar run`. Nothing here may contain `{{`: the shell harness fills placeholders.
  */
 
+import { fileURLToPath } from "node:url";
+
 export interface Trick {
   name: string;
   /** Run after the control's wrong answer. */
@@ -25,6 +27,10 @@ export interface RewardCase {
   /** The judge's own files (hidden tests, checks), with content that would pass if it were used. */
   judgeFiles: Record<string, string>;
   tricks: Trick[];
+  /** What the control scores (0 unless its honest answer is a partial solve, as a stepped task's). */
+  controlReward?: number;
+  /** false: a variant of a case that runs them already; only its own tricks run. */
+  generic?: boolean;
 }
 
 /** Writes `content` to `path` (variables in it expand; the content is a quoted heredoc, kept as is). */
@@ -425,6 +431,72 @@ const harborCase: RewardCase = {
   ],
 };
 
+// ---- Issue 49: harbor with a test held on the runner's host (`from`, under `polar run`'s cwd, the
+// repo). Before the fix such a file made both reward names count: the agent's reward.json won.
+
+const HOST_VERDICT = fileURLToPath(new URL("../fixtures/harbor-host-tests/verdict.sh", import.meta.url));
+const harborHostTests: RewardCase = {
+  ...harborCase,
+  id: "harbor-host-tests",
+  evaluator: {
+    strategy: "harbor",
+    config: {
+      // Only inline tests get their container paths rewritten: the host-held file takes them as variables.
+      tests: {
+        "test.sh": "#!/bin/bash\nVERIFIER=/logs/verifier WORK=/app source /tests/verdict.sh",
+        "verdict.sh": { from: HOST_VERDICT },
+      },
+      timeout_seconds: 15,
+    },
+  },
+  generic: false,
+  tricks: harborCase.tricks,
+};
+
+// ---- Issue 49: a two-step harbor task (test/fixtures/harbor-features/step-notes's steps, inline).
+// The control does step one only (0.5); tricks make step two fail to run, so it is never judged:
+// Harbor's mean over the judged steps paid them 1, a full solve.
+
+const STEP_CREATE = `#!/bin/bash
+[ "$(cat /app/notes.txt 2>/dev/null)" = "$(cat /app/header.txt)" ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt`;
+const STEP_APPEND = `#!/bin/bash
+printf '%s\n' "$(cat /app/header.txt)" "second line" > /tmp/want
+cmp -s /tmp/want /app/notes.txt && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt`;
+const harborSteps: RewardCase = {
+  id: "harbor-steps",
+  evaluator: {
+    strategy: "harbor",
+    config: {
+      tests: {},
+      timeout_seconds: 15,
+      steps: [
+        {
+          name: "create",
+          instruction: "copy header.txt to notes.txt",
+          tests: { "test.sh": STEP_CREATE },
+          min_reward: 1,
+        },
+        {
+          name: "append",
+          instruction: "append extra.txt to notes.txt",
+          files: { "extra.txt": "second line\n" },
+          tests: { "test.sh": STEP_APPEND },
+        },
+      ],
+    },
+  },
+  prepare: ["echo 'notes of polar' > header.txt"],
+  // The same command runs at each step: step one done, step two left undone.
+  wrong: "cp header.txt notes.txt",
+  right: "if [ -e extra.txt ]; then cat extra.txt >> notes.txt; else cp header.txt notes.txt; fi",
+  judgeFiles: { "tests/test.sh": 'echo 1 > "$HOME/harbor/logs/verifier/reward.txt"' },
+  controlReward: 0.5,
+  tricks: [
+    { name: "later-step-file-blocked", steps: "mkdir -p extra.txt" },
+    { name: "later-step-file-dangling-link", steps: "ln -s /nonexistent/extra.txt extra.txt" },
+  ],
+};
+
 /** One entry per evaluator configuration: the suite runs its control, its solved run and every trick. */
 export const REWARD_CASES: RewardCase[] = [
   testOnOutput,
@@ -434,6 +506,8 @@ export const REWARD_CASES: RewardCase[] = [
   testOnOutputMake,
   testOnOutputScripts,
   harborCase,
+  harborHostTests,
+  harborSteps,
 ];
 
 /**

@@ -84,7 +84,7 @@ beforeAll(async () => {
   const store = join(dir, "out", "store");
   const tasks: unknown[] = [];
   for (const c of CASES) {
-    const tricks = [...genericTricks(c, store), ...c.tricks];
+    const tricks = [...(c.generic === false ? [] : genericTricks(c, store)), ...c.tricks];
     const runs: [string, string][] = [
       ["control", c.wrong],
       ["right", c.right],
@@ -160,17 +160,22 @@ function account(r: SessionResult): string {
 }
 
 describe.skipIf(problem !== null)("rewards a policy cannot game", () => {
-  it.each(CASES.map((c) => [c.id]))("%s: the control scores 0 and the solved task 1", (id) => {
-    const control = result(`${id}-control`);
-    expect(control.status, account(control)).toBe("COMPLETED");
-    expect(control.reward, account(control)).toBe(0);
-    const right = result(`${id}-right`);
-    expect(right.reward, account(right)).toBe(1);
-  });
+  it.each(CASES.map((c) => [c.id, c.controlReward ?? 0]))(
+    "%s: the control scores %s and the solved task 1",
+    (id, want) => {
+      const control = result(`${id}-control`);
+      expect(control.status, account(control)).toBe("COMPLETED");
+      expect(control.reward, account(control)).toBe(want);
+      const right = result(`${id}-right`);
+      expect(right.reward, account(right)).toBe(1);
+    },
+  );
 
   it.each(
     // Built before the run (the table is static), so every trick is its own test line.
-    CASES.flatMap((c) => [...genericTricks(c, ""), ...c.tricks].map((t) => [c.id, t.name])),
+    CASES.flatMap((c) =>
+      [...(c.generic === false ? [] : genericTricks(c, "")), ...c.tricks].map((t) => [c.id, t.name]),
+    ),
   )("%s: %s scores what its control scores", (caseId, trick) => {
     const control = result(`${caseId}-control`);
     const r = result(`${caseId}-${trick}`);

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { copyAgentOutputs, packageInitsAbove } from "../../batch-runner/evaluation/agent-outputs.ts";
-import { rewardFiles } from "../../batch-runner/evaluation/harbor.ts";
+import { rewardFiles } from "../../batch-runner/evaluation/harbor-reward-files.ts";
 import { importHarborTask } from "../../batch-runner/harbor/import-task.ts";
 import { globMatcher, globsNamedIn } from "../../batch-runner/harbor/path-globs.ts";
 import { processRuntimeFactory } from "../../batch-runner/runtime/process.ts";
@@ -127,17 +127,38 @@ describe("globMatcher (git's :(glob) rules)", () => {
   });
 });
 
-describe("harbor rewardFiles (issue 41, item 13)", () => {
-  it("reads only the reward file names the task's tests mention", () => {
-    expect(rewardFiles({ "test.sh": "echo 1 > /logs/verifier/reward.txt" })).toEqual(["reward.txt"]);
+describe("harbor rewardFiles (issue 41, item 13; issue 49)", () => {
+  it("reads only the reward file names the task's tests mention", async () => {
+    expect(await rewardFiles({ "test.sh": "echo 1 > /logs/verifier/reward.txt" })).toEqual(["reward.txt"]);
     expect(
-      rewardFiles({ "test.sh": "python3 /tests/t.py", "t.py": "open('/logs/verifier/reward.json')" }),
+      await rewardFiles({ "test.sh": "python3 /tests/t.py", "t.py": "open('/logs/verifier/reward.json')" }),
     ).toEqual(["reward.json"]);
-    expect(rewardFiles({ "test.sh": "bash run.sh" })).toEqual(["reward.json", "reward.txt"]);
-    expect(rewardFiles({ "test.sh": "echo > reward.txt", "x.py": { from: "/data/x.py" } })).toEqual([
+    expect(await rewardFiles({ "test.sh": "bash run.sh" })).toEqual(["reward.json", "reward.txt"]);
+  });
+
+  it("reads tests held on the runner's host too, a name split across its read chunks included", async () => {
+    const dir = join(root, "host-tests");
+    await mkdir(dir, { recursive: true });
+    const policy = { allowed: [dir], denied: [] };
+    await writeFile(join(dir, "judge.sh"), 'echo 1 > "$V/reward.txt"\n');
+    // Before issue 49 any host-held test made both names count: an agent-written reward.json won.
+    expect(
+      await rewardFiles(
+        { "test.sh": "source /tests/judge.sh", "judge.sh": { from: join(dir, "judge.sh") } },
+        policy,
+      ),
+    ).toEqual(["reward.txt"]);
+    await writeFile(join(dir, "big.py"), `${"x".repeat((1 << 20) - 7)}reward.json\n`);
+    expect(
+      await rewardFiles({ "test.sh": "python3 big.py", "big.py": { from: join(dir, "big.py") } }, policy),
+    ).toEqual(["reward.json"]);
+    await writeFile(join(dir, "none.sh"), "exit 0\n");
+    expect(await rewardFiles({ "test.sh": { from: join(dir, "none.sh") } }, policy)).toEqual([
       "reward.json",
       "reward.txt",
     ]);
+    // A host path the runner does not allow is refused, as its copy is.
+    await expect(rewardFiles({ "test.sh": { from: "/etc/passwd" } }, policy)).rejects.toThrow(/is refused/);
   });
 });
 

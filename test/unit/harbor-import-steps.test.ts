@@ -188,7 +188,13 @@ describe("a multi-step Harbor task in one session", () => {
     );
     // append's files never landed.
     expect(await readdir(runtime.workDir)).not.toContain("extra.txt");
-    expect((await final()).outcome_reward).toBe(0);
+    const ev = await final();
+    expect(ev.outcome_reward).toBe(0);
+    expect((ev.metadata.steps as { name: string; error?: string }[])[1]).toEqual({
+      name: "append",
+      reward: null,
+      error: "did not run: an earlier step or the budget ended the steps",
+    });
   }, 60_000);
 
   it("ends the steps at a failing healthcheck, the step unjudged, its reason kept", async () => {
@@ -203,9 +209,24 @@ describe("a multi-step Harbor task in one session", () => {
     expect(ran.outcomes[1]?.error).toBe(
       "step append: its healthcheck (test -e never-there) failed 2 times (last exited 1)",
     );
-    // Harbor's mean leaves the unjudged step out.
+    // Issue 49: the unjudged step counts 0 (Harbor's mean left it out, scoring a full solve).
     const ev = await final();
-    expect(ev.outcome_reward).toBe(1);
+    expect(ev.outcome_reward).toBe(0.5);
     expect((ev.metadata.steps as { error?: string }[])[1]?.error).toContain("healthcheck");
+    expect(ev.metadata.unrewarded_steps_count_as_zero).toEqual(["append"]);
+  }, 60_000);
+
+  it("an agent that makes a later step fail scores what doing that step honestly scores (issue 49)", async () => {
+    // An honest agent that does step one only: step two judged 0, mean 0.5.
+    const honest = await session({ create: "cp header.txt notes.txt", append: "true" });
+    expect((await honest.final()).outcome_reward).toBe(0.5);
+    // The same, plus a directory where step two's file must land: step two errors, never judged.
+    const { ran, final } = await session({ create: "cp header.txt notes.txt; mkdir extra.txt" });
+    expect(ran.outcomes.map((o) => [o.name, o.evaluation?.outcome_reward ?? null])).toEqual([
+      ["create", 1],
+      ["append", null],
+    ]);
+    expect(ran.outcomes[1]?.error).toContain("writing extra.txt failed");
+    expect((await final()).outcome_reward).toBe(0.5);
   }, 60_000);
 });
