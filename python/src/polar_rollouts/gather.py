@@ -7,11 +7,21 @@ one task with ``num_samples`` N, so Polar's group (its group id, its per-sample 
 group shard) is the trainer's group.
 
 How a group forms: the first request of a prompt opens it; every request with the same identity
-joins until the group has ``group_size`` members (when the operator gives it) or ``gather_s``
-seconds pass without a new one; then one task is submitted and each member waits for its own
-session. A request after that starts a new group (a new step's sample, never an old session);
-one carrying the repeat key of a member still waiting is a re-send (NeMo Gym re-sends after a
-dropped connection) and waits for that member's session.
+joins; then one task is submitted and each member waits for its own session. A request after that
+starts a new group (a new step's sample, never an old session); one carrying the repeat key of a
+member still waiting is a re-send (NeMo Gym re-sends after a dropped connection) and waits for
+that member's session.
+
+When the group closes (issue 48 item 9: a group is never split silently):
+
+- size known (``group_size``: the operator's flag, TRL's ``num_generations``, NeMo Gym's
+  repeats): only once it has all ``group_size`` members, however slowly they come. Past
+  ``group_timeout_s`` from its first member, nothing is submitted and every member fails with
+  ``GroupIncomplete``, naming the group and how many came.
+- size unknown: ``gather_s`` seconds after its last member joined. A request of the same prompt
+  that comes while that group's sessions still run, with a repeat key the group does not hold
+  (or no repeat key), shows the group closed short: both groups are marked ``short`` (the
+  members' answers say so, ``shorts`` counts them), never passed on as whole groups.
 """
 
 from __future__ import annotations
@@ -36,12 +46,20 @@ class _Member:
     answer: Future[SessionResult] = field(default_factory=Future)
 
 
+class GroupIncomplete(TaskFailed):
+    """A group of known size did not get all its members in time; nothing of it was run."""
+
+
 @dataclass
 class _Group:
     task_id: str
+    opened: float
     last_join: float
     members: list[_Member] = field(default_factory=list)
+    repeats: set[Hashable] = field(default_factory=set)
     closed: bool = False
+    running: bool = False
+    short: str | None = None  # why the group is known to have closed short
 
 
 @dataclass
@@ -65,15 +83,20 @@ class Gatherer:
         *,
         gather_s: float = 2.0,
         group_size: int = 0,
+        group_timeout_s: float = 600.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._drive = drive
         self._run_id = run_id
         self._gather_s = gather_s
         self._group_size = group_size
+        self._group_timeout_s = group_timeout_s
         self._clock = clock
         self._lock = threading.Condition()
         self._open: dict[str, _Group] = {}
+        # Size unknown: the last group of each prompt that closed on the window, while it runs.
+        self._last: dict[str, _Group] = {}
+        self.shorts = 0  # groups found to have closed short (both parts of each split)
         self._waiting: dict[tuple[str, Hashable], tuple[_Group, _Member]] = {}
         self._seq: dict[str, int] = {}
 
@@ -97,15 +120,18 @@ class Gatherer:
                 if opened is None:
                     seq = self._seq.get(base, 0)
                     self._seq[base] = seq + 1
-                    opened = _Group(f"{self._run_id}.{base}.g{seq}", self._clock())
+                    now = self._clock()
+                    opened = _Group(f"{self._run_id}.{base}.g{seq}", now, now)
                     self._open[identity] = opened
                     leader = True
+                    self._check_split(identity, opened, repeat)
                 group = opened
                 member = _Member(len(group.members))
                 group.members.append(member)
                 group.last_join = self._clock()
                 if repeat is not None:
                     self._waiting[(identity, repeat)] = (group, member)
+                    group.repeats.add(repeat)
                 if self._group_size and len(group.members) >= self._group_size:
                     self._close(identity, group)
                 self._lock.notify_all()
@@ -116,7 +142,15 @@ class Gatherer:
         closes the group and submits it)."""
         try:
             if ticket.task is not None:
-                self._wait_closed(ticket.identity, ticket.group)
+                try:
+                    self._wait_closed(ticket.identity, ticket.group)
+                except GroupIncomplete as err:
+                    with self._lock:
+                        members = list(ticket.group.members)
+                    for member in members:
+                        if not member.answer.done():
+                            member.answer.set_exception(err)
+                    raise
                 threading.Thread(target=self._run_group, args=(ticket.group, ticket.task), daemon=True).start()
             return ticket.member.answer.result(timeout=timeout_s)
         finally:
@@ -124,6 +158,31 @@ class Gatherer:
                 key = (ticket.identity, ticket.repeat)
                 if ticket.repeat is not None and self._waiting.get(key, (None, None))[1] is ticket.member:
                     del self._waiting[key]
+
+    def short_reason(self, ticket: Ticket) -> str | None:
+        """Why the ticket's group is known to have closed short (None: not known to)."""
+        with self._lock:
+            return ticket.group.short
+
+    def _check_split(self, identity: str, new: _Group, repeat: Hashable | None) -> None:
+        """Size unknown: a new request of a prompt whose last group closed on the window and still
+        runs is that group's late member, unless it repeats a key the group holds (a new sample)."""
+        last = self._last.get(identity)
+        if last is None or self._group_size:
+            return
+        if not last.running or (repeat is not None and repeat in last.repeats):
+            del self._last[identity]
+            return
+        why = (
+            f"group {last.task_id} closed after {self._gather_s:g} s without a new member, with "
+            f"{len(last.members)}; another repeat of its prompt came after, into {new.task_id}: the repeats "
+            "were split (give the group size: --group-size, group_size)"
+        )
+        for g in (last, new):
+            if g.short is None:
+                self.shorts += 1
+            g.short = why
+        self._last[identity] = new
 
     def _close(self, identity: str, group: _Group) -> None:
         group.closed = True
@@ -133,13 +192,32 @@ class Gatherer:
     def _wait_closed(self, identity: str, group: _Group) -> None:
         with self._lock:
             while not group.closed:
-                left = group.last_join + self._gather_s - self._clock()
+                if self._group_size:
+                    left = group.opened + self._group_timeout_s - self._clock()
+                else:
+                    left = group.last_join + self._gather_s - self._clock()
                 if left <= 0:
                     self._close(identity, group)
+                    if self._group_size and len(group.members) < self._group_size:
+                        raise GroupIncomplete(
+                            f"group {group.task_id}: {len(group.members)} of its {self._group_size} repeats came in "
+                            f"{self._group_timeout_s:g} s, so none was run (the trainer must send a whole group at "
+                            "once: its concurrency at least the group size; or fix the group size given to Polar)"
+                        )
                     break
                 self._lock.wait(left)
+            group.running = True
+            if not self._group_size:
+                self._last[identity] = group
 
     def _run_group(self, group: _Group, task: dict[str, Any]) -> None:
+        try:
+            self._drive_group(group, task)
+        finally:
+            with self._lock:
+                group.running = False
+
+    def _drive_group(self, group: _Group, task: dict[str, Any]) -> None:
         members = {m.sample_index: m for m in group.members}
         try:
             for result in self._drive({**task, "task_id": group.task_id, "num_samples": len(members)}):

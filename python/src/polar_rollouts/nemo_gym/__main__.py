@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Sequence
 
+from ..bounded_server import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_CONNECTIONS
 from ..client import ControlClient
 from .rows import DEFAULT_ROW_FIELDS, parse_row_fields
 from .server import PolarAgent, make_server
@@ -42,10 +43,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=int,
         default=0,
         help="repeats per row the trainer sends (num_repeats / num_generations): a group is submitted as soon as it "
-        "has them; 0 = unknown, submit after --gather-seconds without a new repeat",
+        "has them, and waits for all of them (--group-timeout); 0 = unknown, submit after --gather-seconds without a new "
+        "repeat (a group that turns out short is marked so on its rows)",
     )
     parser.add_argument(
         "--gather-seconds", type=float, default=2.0, help="how long a row's group waits for another repeat (default 2)"
+    )
+    parser.add_argument(
+        "--group-timeout",
+        type=float,
+        default=600.0,
+        help="with --group-size: seconds a group waits for all its repeats; past it every member fails, naming the "
+        "group (default 600)",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=int,
+        default=DEFAULT_MAX_CONNECTIONS,
+        help=f"connections held at once; one more is answered 503 (default {DEFAULT_MAX_CONNECTIONS})",
+    )
+    parser.add_argument(
+        "--idle-seconds",
+        type=float,
+        default=DEFAULT_IDLE_SECONDS,
+        help="a connection whose request has not arrived this long after it opened (or after its last answer) is "
+        f"closed (default {DEFAULT_IDLE_SECONDS:g})",
     )
     parser.add_argument("--name", default="polar_agent", help="the agent name rows use (+agent_name=NAME)")
     parser.add_argument("--host", default="127.0.0.1")
@@ -59,8 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         row_fields = parse_row_fields(args.row_fields)
     except ValueError as err:
         parser.error(str(err))
-    if args.group_size < 0 or args.gather_seconds <= 0:
-        parser.error("--group-size must be >= 0 and --gather-seconds > 0")
+    if args.group_size < 0 or args.gather_seconds <= 0 or args.group_timeout <= 0:
+        parser.error("--group-size must be >= 0, --gather-seconds and --group-timeout > 0")
+    if args.max_connections < 1 or args.idle_seconds <= 0:
+        parser.error("--max-connections must be >= 1 and --idle-seconds > 0")
     template = {}
     if args.task_template:
         with open(args.task_template, encoding="utf-8") as f:
@@ -76,8 +100,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         row_fields=row_fields,
         gather_s=args.gather_seconds,
         group_size=args.group_size,
+        group_timeout_s=args.group_timeout,
     )
-    server = make_server(agent, args.host, args.port, args.name, token)
+    server = make_server(
+        agent, args.host, args.port, args.name, token, max_connections=args.max_connections, idle_s=args.idle_seconds
+    )
     host, port = str(server.server_address[0]), int(server.server_address[1])
     # The line a script or test waits for; the head_server NeMo Gym is pointed at.
     print(f"polar nemo_gym agent {args.name} at http://{host}:{port} (run id {args.run_id})", flush=True)

@@ -26,9 +26,9 @@ import json
 import sys
 from collections.abc import Iterator, Mapping
 from concurrent.futures import TimeoutError as FutureTimeout
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from ..bounded_server import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_CONNECTIONS, BoundedHandler, BoundedHTTPServer
 from ..client import ControlApiError, ControlClient, TaskFailed
 from ..results import SessionResult
 from ..gather import Gatherer
@@ -54,21 +54,31 @@ class PolarAgent:
         row_fields: tuple[str, ...] = DEFAULT_ROW_FIELDS,
         gather_s: float = 2.0,
         group_size: int = 0,
+        group_timeout_s: float = 600.0,
     ) -> None:
         self.client = client
         self.template = template
         self.timeout_s = timeout_s
         self.poll_s = poll_s
         self.row_fields = row_fields
-        self.gatherer = Gatherer(self._drive, run_id, gather_s=gather_s, group_size=group_size)
+        self.gatherer = Gatherer(
+            self._drive, run_id, gather_s=gather_s, group_size=group_size, group_timeout_s=group_timeout_s
+        )
 
     def run(self, row: Mapping[str, Any]) -> dict[str, Any]:
         base, task = task_for_row(row, self.template, self.row_fields)
-        task_id, sample, size, result = self.gatherer.run(
-            row_identity(row), base, task, repeat_key(row), timeout_s=self.timeout_s + 60
-        )
+        ticket = self.gatherer.join(row_identity(row), base, task, repeat_key(row))
+        result = self.gatherer.wait(ticket, timeout_s=self.timeout_s + 60)
         answer = verify_response(row, result, model=str(task.get("agent", {}).get("model", "policy")))
-        answer["polar"].update(group_id=task_id, sample_index=sample, group_size=size)
+        answer["polar"].update(
+            group_id=ticket.task_id, sample_index=ticket.member.sample_index, group_size=len(ticket.group.members)
+        )
+        short = self.gatherer.short_reason(ticket)
+        if short is not None:
+            # Never handed on as a whole group: the row goes to NeMo Gym's failures, with why.
+            answer["polar"]["group_short"] = short
+            answer["_ng_failure_class"] = "polar_group_short"
+            answer["error"] = short
         return answer
 
     def _drive(self, task: dict[str, Any]) -> Iterator[SessionResult]:
@@ -82,23 +92,37 @@ def aggregate_metrics(body: Mapping[str, Any]) -> dict[str, Any]:
     rows = [r for r in body.get("verify_responses") or [] if isinstance(r, Mapping)]
     ok = [r for r in rows if r.get("_ng_failure_class") is None and r.get("reward") is not None]
     rewards = [float(r["reward"]) for r in ok]
+    short = {str((r.get("polar") or {}).get("group_id")) for r in rows if (r.get("polar") or {}).get("group_short")}
     metrics = {
         "mean/reward": sum(rewards) / len(rewards) if rewards else None,
         "num_rollouts": len(rows),
         "num_rewarded": len(ok),
         "num_failed": len(rows) - len(ok),
+        "num_short_groups": len(short),
     }
     return {"agent_metrics": metrics, "key_metrics": metrics, "group_level_metrics": []}
 
 
-def make_server(agent: PolarAgent, host: str, port: int, name: str, token: str) -> ThreadingHTTPServer:
+def make_server(
+    agent: PolarAgent,
+    host: str,
+    port: int,
+    name: str,
+    token: str,
+    *,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    idle_s: float = DEFAULT_IDLE_SECONDS,
+) -> BoundedHTTPServer:
+    """The agent server; it holds at most ``max_connections`` and drops a connection whose request
+    has not arrived ``idle_s`` after it opened (bounded_server.py), before the token is checked."""
     if not token:
         raise ValueError("the agent token is required: every route that starts work checks it")
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(BoundedHandler):
         protocol_version = "HTTP/1.1"
 
         def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+            self.head_read()
             if self.path == "/":
                 self._send(200, {"polar": "nemo_gym agent", "name": name})
                 return
@@ -114,17 +138,22 @@ def make_server(agent: PolarAgent, host: str, port: int, name: str, token: str) 
                 self._send(404, {"error": {"message": f"no route GET {self.path}"}})
 
         def do_POST(self) -> None:  # noqa: N802
+            self.head_read()
             if not self._authorized():
                 return
             body = self._body()
             if body is None:
                 return
-            if self.path == "/run":
-                self._run(body)
-            elif self.path == "/aggregate_metrics":
-                self._send(200, aggregate_metrics(body))
-            else:
-                self._send(404, {"error": {"message": f"no route POST {self.path}"}})
+            try:
+                if self.path == "/run":
+                    self._run(body)
+                elif self.path == "/aggregate_metrics":
+                    self._send(200, aggregate_metrics(body))
+                else:
+                    self._send(404, {"error": {"message": f"no route POST {self.path}"}})
+            except Exception as err:  # noqa: BLE001 (every request gets an answer, whatever failed)
+                # A handler thread that dies leaves NeMo Gym's client waiting for good.
+                self._send(500, {"error": {"message": f"polar agent: {type(err).__name__}: {err}"}})
 
         def _run(self, body: dict[str, Any]) -> None:
             try:
@@ -162,7 +191,7 @@ def make_server(agent: PolarAgent, host: str, port: int, name: str, token: str) 
                 self._refuse(413, f"body of {length} bytes is over {MAX_BODY_BYTES}")
                 return None
             try:
-                doc = json.loads(self.rfile.read(length))
+                doc = json.loads(self.read_body(length))
             except ValueError as err:
                 self._send(400, {"error": {"message": f"body is not JSON: {err}"}})
                 return None
@@ -178,9 +207,10 @@ def make_server(agent: PolarAgent, host: str, port: int, name: str, token: str) 
 
         def _send(self, status: int, doc: Any, *, close: bool = False) -> None:
             data = json.dumps(doc).encode()
-            message = doc.get("error", {}).get("message") if isinstance(doc, dict) else None
-            # The reason phrase carries the reason: NeMo Gym's and TRL's clients print it
-            # (aiohttp's ClientResponseError) and nothing prints the body.
+            # The reason phrase carries an error's reason: NeMo Gym's and TRL's clients print it
+            # (aiohttp's ClientResponseError) and nothing prints the body. A 200 answer may carry
+            # `error` too (a failed session's row, as a string): it is the row's, not the reason.
+            message = error_message(doc) if status >= 400 else None
             self.send_response(status, _reason(message) if message else None)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))
@@ -192,9 +222,7 @@ def make_server(agent: PolarAgent, host: str, port: int, name: str, token: str) 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the stdlib's name)
             sys.stderr.write(f"[polar nemo_gym] {self.address_string()} {format % args}\n")
 
-    server = ThreadingHTTPServer((host, port), Handler)
-    server.daemon_threads = True
-    return server
+    return BoundedHTTPServer((host, port), Handler, max_connections=max_connections, idle_s=idle_s)
 
 
 def _presented(header: str, token: str) -> bool:
@@ -208,6 +236,14 @@ def _presented(header: str, token: str) -> bool:
             return False
         return hmac.compare_digest(user.encode(), token.encode()) or hmac.compare_digest(password.encode(), token.encode())
     return False
+
+
+def error_message(doc: Any) -> str | None:
+    """The reason an error answer gives: ``{"error": {"message"}}``, or ``{"error": "..."}``."""
+    err = doc.get("error") if isinstance(doc, dict) else None
+    if isinstance(err, dict):
+        err = err.get("message")
+    return err if isinstance(err, str) and err else None
 
 
 def _reason(message: str) -> str:
