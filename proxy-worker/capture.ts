@@ -9,6 +9,7 @@ import { recordedBody } from "../shared/upstream-request.ts";
 import type { SessionIdentity } from "./auth.ts";
 import { type EngineReading, isObject } from "./engines/engine.ts";
 import type { EngineVersionSpan } from "./engines/weight-version.ts";
+import { isKnownBlob, rememberBlob } from "./images/known-blobs.ts";
 
 export interface CaptureFacts {
   captureId: string;
@@ -151,8 +152,10 @@ export function captureKey(rec: CaptureRecord): string {
 
 /**
  * Stores the call's images once each (shared/images/image-refs.ts), then the record that points at
- * them, each put with backoff: a record is never written before its images. Resolves to the
- * record's key; throws CaptureWriteError.
+ * them, each put with backoff: a record is never written before its images. A failed call (the
+ * engine or routing refused it, `error` set) keeps no images: they stand as placeholders without
+ * `image_refs` and no blob is written, so a call that was not answered adds only its record.
+ * Resolves to the record's key; throws CaptureWriteError.
  */
 export async function writeCapture(
   store: ObjectStore,
@@ -163,19 +166,18 @@ export async function writeCapture(
   let bytes: Uint8Array;
   let blobs: ImageBlob[];
   try {
-    const out = await externalizeImages(rec);
+    // A failed call keeps no images (image-refs.ts): it was not answered, so it is never trained on.
+    const out = await externalizeImages(rec, { keep: rec.error === null });
     blobs = out.blobs;
     // The raw body still holds the images: the request is serialized again, with placeholders.
-    const requestJson = out.record.image_refs?.some((r) => r.field === "request")
-      ? undefined
-      : opts.requestJson;
+    const requestJson = out.record.request === rec.request ? opts.requestJson : undefined;
     bytes = await encodeCaptureWith(out.record, { gzip: opts.gzip, requestJson });
   } catch (err) {
     opts.log(`capture ${key}: could not encode the record: ${message(err)}`);
     throw new CaptureWriteError(`capture could not be encoded: ${message(err)}`);
   }
   for (const blob of blobs) {
-    if (storedBlobs(store).has(blob.sha256)) continue;
+    if (isKnownBlob(store, blob.sha256)) continue;
     const blobKey = keys.imageBlob(blob.sha256);
     await withRetries(store, blobKey, opts, () =>
       store.putIfAbsent(blobKey, blob.bytes, { contentType: blob.mediaType }),
@@ -210,27 +212,6 @@ async function withRetries(
       await new Promise((r) => setTimeout(r, base * 4 ** (i - 1)));
     }
   }
-}
-
-/**
- * Images this process already stored, per store: a screenshot re-sent on every call is uploaded
- * once, not checked again each time. Bounded; forgetting one only costs a `putIfAbsent`.
- */
-const BLOBS_REMEMBERED = 4096;
-const knownBlobs = new WeakMap<ObjectStore, Set<string>>();
-
-function storedBlobs(store: ObjectStore): Set<string> {
-  const known = knownBlobs.get(store);
-  if (known) return known;
-  const set = new Set<string>();
-  knownBlobs.set(store, set);
-  return set;
-}
-
-function rememberBlob(store: ObjectStore, sha256: string): void {
-  const set = storedBlobs(store);
-  if (set.size >= BLOBS_REMEMBERED) set.delete(set.values().next().value as string);
-  set.add(sha256);
 }
 
 function message(err: unknown): string {

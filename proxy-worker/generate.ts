@@ -16,6 +16,7 @@ import { CodecError, type DecodedRequest, type ProviderCodec, type RequestContex
 import type { Gateway } from "./deps.ts";
 import { clientAskedLogprobs, type EngineReading, isObject } from "./engines/engine.ts";
 import { costOfCall, tokensOfBytes } from "./fair-share/session-limiter.ts";
+import { chargeSessionImages } from "./images/session-budget.ts";
 import { vetImages } from "./images/vet-images.ts";
 import { providerError } from "./provider-error.ts";
 import { postRouted } from "./routing/routed-call.ts";
@@ -51,12 +52,14 @@ export async function handleGenerate(g: Gateway, call: GenerateCall): Promise<Re
   const fail = (status: number, message: string) => providerError(g.codecs, provider, status, message);
 
   const decodedOrError = await decode(g, call);
-  if (decodedOrError instanceof Response) {
+  const refused =
+    decodedOrError instanceof Response ? decodedOrError : await chargeImages(g, call, decodedOrError.images);
+  if (refused) {
     // Refused before any engine saw it, but read and parsed all the same: it costs its size.
     g.fairShare.charge(call.identity, tokensOfBytes(call.bodyBytes?.byteLength ?? 0));
-    return decodedOrError;
+    return refused;
   }
-  const decoded = decodedOrError;
+  const { decoded } = decodedOrError as Decoded;
 
   const captureId = newUlid(call.startedAt);
   // Read before the call: an admin update while the engine generates must show as a version change.
@@ -182,25 +185,52 @@ export async function handleGenerate(g: Gateway, call: GenerateCall): Promise<Re
   return (await store(g, facts)) ?? withCaptureId(answer, captureId);
 }
 
+interface Decoded {
+  decoded: DecodedRequest;
+  /** The call's distinct inline images, each checked (images/vet-images.ts). */
+  images: Uint8Array[];
+}
+
 /** Decodes with the upstream context length once it is known; the first call fetches it only for valid input. */
-async function decode(g: Gateway, call: GenerateCall): Promise<DecodedRequest | Response> {
+async function decode(g: Gateway, call: GenerateCall): Promise<Decoded | Response> {
   const fail = (status: number, message: string) => providerError(g.codecs, call.provider, status, message);
   const cached = g.models.cachedMaxModelLen();
   try {
     const first = call.codec.decodeRequest(call.body, { ...call.ctx, maxModelLen: cached.value });
     const refusal = engineFieldRefusal(first.chat);
     if (refusal) return fail(400, refusal);
-    vetImages(first.chat, { maxImageBytes: g.limits.maxImageBytes, allowRemoteImages: g.allowRemoteImages });
-    if (cached.known) return first;
+    const images = vetImages(first.chat, { ...g.limits, allowRemoteImages: g.allowRemoteImages });
+    if (cached.known) return { decoded: first, images };
     // Only now, with input known to be valid, may the proxy talk to the upstream.
     const maxModelLen = await g.models.maxModelLen();
-    return maxModelLen === undefined
-      ? first
-      : call.codec.decodeRequest(call.body, { ...call.ctx, maxModelLen });
+    const decoded =
+      maxModelLen === undefined ? first : call.codec.decodeRequest(call.body, { ...call.ctx, maxModelLen });
+    return { decoded, images };
   } catch (err) {
     if (err instanceof CodecError) return fail(err.status, err.message);
     g.log(`${call.provider} codec threw on a request: ${(err as Error).stack ?? err}`);
     return fail(400, `the request could not be read as ${call.provider}: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * Null when the session's store budget takes the call's new images (images/session-budget.ts);
+ * else the 400 naming the cap, or a 503 when the budget could not be read or written. Either way
+ * nothing of the call is stored and no engine sees it.
+ */
+async function chargeImages(g: Gateway, call: GenerateCall, images: Uint8Array[]): Promise<Response | null> {
+  if (images.length === 0) return null;
+  try {
+    const refusal = await chargeSessionImages(g.store, call.identity, images, g.limits);
+    return refusal === null ? null : providerError(g.codecs, call.provider, 400, refusal);
+  } catch (err) {
+    g.log(`image budget of session ${call.identity.sessionId}: ${(err as Error).message}`);
+    return providerError(
+      g.codecs,
+      call.provider,
+      503,
+      "the proxy could not check this session's image budget, so the call is not answered (retry)",
+    );
   }
 }
 

@@ -1,8 +1,10 @@
+import type { Server as HttpServer } from "node:http";
 import type { AddressInfo, Server } from "node:net";
 import { serve } from "@hono/node-server";
 import type { Hono } from "hono";
 import { Agent, fetch as undiciFetch } from "undici";
 import { capConnections, defaultConnectionCap } from "../shared/node/connection-cap.ts";
+import { closeSilentConnections } from "../shared/node/first-request-deadline.ts";
 import { gzipPartsSync } from "../shared/node/gzip-parts.ts";
 import { openStore } from "../shared/node/open-store.ts";
 import type { ObjectStore } from "../shared/store/object-store.ts";
@@ -29,7 +31,36 @@ export interface NodeProxyOptions extends Omit<ProxyDeps, "upstream" | "store"> 
   port?: number;
   /** Client connections open at once (past it, closed on accept). Default: `defaultConnectionCap()`. */
   maxConnections?: number;
+  /** Deadlines on client connections; each one not given keeps `CONNECTION_TIMEOUTS`. */
+  connectionTimeouts?: Partial<ConnectionTimeouts>;
 }
+
+/** How long a client connection may take at each stage before the server closes it. */
+export interface ConnectionTimeouts {
+  /**
+   * A request's headers, whole, counted from the connection's accept (its first request) or from
+   * its first byte (later ones): a connection that sends nothing, or stalls in its headers, is
+   * closed within this (plus `checkMs`), before any credential is read.
+   */
+  headersMs: number;
+  /** A request's body, whole: a backstop behind the app's own body deadlines (limits.ts), which answer first. */
+  requestMs: number;
+  /**
+   * An idle connection between requests. Longer than any client keeps one idle for reuse (httpx 5 s,
+   * undici 4 s, aiohttp 15 s): Node's default (5 s) let a client reuse a connection the server was
+   * closing, and under load the reused call failed with ECONNRESET ("Connection error"; docs/proxy.md).
+   */
+  keepAliveMs: number;
+  /** How often Node checks the headers and request deadlines. */
+  checkMs: number;
+}
+
+export const CONNECTION_TIMEOUTS: ConnectionTimeouts = {
+  headersMs: 20_000,
+  requestMs: 120_000,
+  keepAliveMs: 65_000,
+  checkMs: 1_000,
+};
 
 /** @hono/node-server hands each request's IncomingMessage in as `env.incoming`. */
 function socketPeer(_request: Request, env: unknown): string | null {
@@ -56,6 +87,7 @@ export async function startNodeProxy(opts: NodeProxyOptions): Promise<RunningPro
     host = "127.0.0.1",
     port = 8787,
     maxConnections = defaultConnectionCap(),
+    connectionTimeouts,
     ...rest
   } = opts;
   const store = typeof opts.store === "string" ? openStore(opts.store) : opts.store;
@@ -127,11 +159,20 @@ export async function startNodeProxy(opts: NodeProxyOptions): Promise<RunningPro
     upstream: upstreamOf(upstreamUrl),
     replicas,
   });
+  const t = { ...CONNECTION_TIMEOUTS, ...connectionTimeouts };
+  const serverOptions = {
+    headersTimeout: t.headersMs,
+    // Node refuses a request deadline under the headers one; the app's body deadline answers first.
+    requestTimeout: Math.max(t.requestMs, t.headersMs, (rest.limits?.bodyTimeoutMs ?? 0) + 10_000),
+    keepAliveTimeout: t.keepAliveMs,
+    connectionsCheckingInterval: t.checkMs,
+  };
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, hostname: host, port }, () => resolve(s));
+    const s = serve({ fetch: app.fetch, hostname: host, port, serverOptions }, () => resolve(s));
     s.once("error", reject);
   });
   capConnections(server as Server, maxConnections, rest.log);
+  closeSilentConnections(server as HttpServer, t.headersMs);
   const address = server.address() as AddressInfo;
   const shownHost = host.includes(":") ? `[${host}]` : host;
   return {

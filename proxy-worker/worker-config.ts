@@ -60,6 +60,16 @@ const WorkerVars = z.object({
   MAX_JSON_DEPTH: z.coerce.number().int().positive().max(100_000).default(128),
   /** As `polar proxy --max-image-mb` and `--allow-remote-images` (docs/computer-use.md). */
   MAX_IMAGE_MB: z.coerce.number().positive().max(4096).default(10),
+  /** As `polar proxy --max-image-pixels`, `--max-images-per-call`, `--max-session-images`, `--max-session-image-mb`. */
+  MAX_IMAGE_PIXELS: z.coerce
+    .number()
+    .int()
+    .positive()
+    .max(2 ** 40)
+    .optional(),
+  MAX_IMAGES_PER_CALL: z.coerce.number().int().positive().max(100_000).optional(),
+  MAX_SESSION_IMAGES: z.coerce.number().int().positive().max(100_000_000).optional(),
+  MAX_SESSION_IMAGE_MB: z.coerce.number().positive().max(1_048_576).optional(),
   ALLOW_REMOTE_IMAGES: z.enum(["on", "off"]).default("off"),
   STORE_TIMEOUT_S: z.coerce.number().positive().max(3600).default(20),
   PRESIGN_EXPIRES_S: z.coerce.number().int().positive().max(604_800).default(3600),
@@ -132,6 +142,12 @@ export function depsFromEnv(env: Record<string, unknown>, fetcher: typeof fetch)
       bodyIdleTimeoutMs: Math.round(vars.BODY_IDLE_TIMEOUT_S * 1000),
       maxJsonDepth: vars.MAX_JSON_DEPTH,
       maxImageBytes: Math.floor(vars.MAX_IMAGE_MB * 1024 * 1024),
+      ...(vars.MAX_IMAGE_PIXELS ? { maxImagePixels: vars.MAX_IMAGE_PIXELS } : {}),
+      ...(vars.MAX_IMAGES_PER_CALL ? { maxImagesPerCall: vars.MAX_IMAGES_PER_CALL } : {}),
+      ...(vars.MAX_SESSION_IMAGES ? { maxSessionImages: vars.MAX_SESSION_IMAGES } : {}),
+      ...(vars.MAX_SESSION_IMAGE_MB
+        ? { maxSessionImageBytes: Math.floor(vars.MAX_SESSION_IMAGE_MB * 1024 * 1024) }
+        : {}),
     },
     ...(vars.ALLOW_REMOTE_IMAGES === "on" ? { allowRemoteImages: true } : {}),
     control: controlFromEnv(vars, env, presignGet),

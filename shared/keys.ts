@@ -24,6 +24,9 @@ export const keys = {
   /** Harness artifacts (e.g. Codex session logs) kept by POSTRUN, per attempt. */
   artifactsOfAttempt: (taskId: string, sessionId: string, attempt: number) =>
     `artifacts/${assertValidId(taskId, "task_id")}/${assertValidId(sessionId, "session_id")}/${Math.trunc(attempt)}/`,
+  /** Image objects and bytes one session attempt added to the store (proxy-worker/images/session-budget.ts). */
+  imageBudget: (taskId: string, sessionId: string, attempt: number) =>
+    `image-budget/${assertValidId(taskId, "task_id")}/${assertValidId(sessionId, "session_id")}/${Math.trunc(attempt)}.json`,
   /** One image's bytes, shared by every capture that sent it (shared/images/image-refs.ts). */
   imageBlob: (sha256: string) => {
     if (!SHA256_HEX.test(sha256)) throw new Error(`not a sha256 hex digest: ${JSON.stringify(sha256)}`);
