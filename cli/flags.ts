@@ -161,3 +161,46 @@ export function serviceEnvFlag(values: string[] | undefined): string[] | undefin
   }
   return [...new Set(names)];
 }
+
+/** The flags that bound images (`polar proxy`, `polar serve`); the Worker's vars mirror them. */
+export const IMAGE_LIMIT_OPTIONS = {
+  "max-image-mb": { type: "string" },
+  "max-image-pixels": { type: "string" },
+  "max-images-per-call": { type: "string" },
+  "max-session-images": { type: "string" },
+  "max-session-image-mb": { type: "string" },
+} as const;
+
+export const IMAGE_LIMIT_USAGE = `  --max-image-mb N      an image larger than N MiB (decoded) is refused with 400 (default 10)
+  --max-image-pixels N  an image whose header declares more than N pixels (width x height) is
+                        refused with 400 before anything decodes it (default 16777216, 4096x4096)
+  --max-images-per-call N  a call with more image parts (repeats counted) is refused (default 100)
+  --max-session-images N, --max-session-image-mb N  new image objects, and their MiB, one session
+                        may add to the store; the call that would pass either is refused with 400
+                        (defaults 4096 and 1024; docs/security.md)`;
+
+/** The image limits given on the command line, each checked; absent ones take the proxy's defaults. */
+export function imageLimitFlags(values: Partial<Record<keyof typeof IMAGE_LIMIT_OPTIONS, string>>): {
+  maxImageBytes?: number;
+  maxImagePixels?: number;
+  maxImagesPerCall?: number;
+  maxSessionImages?: number;
+  maxSessionImageBytes?: number;
+} {
+  const mib = (flag: keyof typeof IMAGE_LIMIT_OPTIONS, max: number) => {
+    const given = values[flag];
+    return given === undefined ? undefined : Math.floor(numberFlag(flag, given, 1, 0.001, max) * 1048576);
+  };
+  const int = (flag: keyof typeof IMAGE_LIMIT_OPTIONS, max: number) => {
+    const given = values[flag];
+    return given === undefined ? undefined : intFlag(flag, given, 1, 1, max);
+  };
+  const out = {
+    maxImageBytes: mib("max-image-mb", 4096),
+    maxImagePixels: int("max-image-pixels", 2 ** 40),
+    maxImagesPerCall: int("max-images-per-call", 100_000),
+    maxSessionImages: int("max-session-images", 100_000_000),
+    maxSessionImageBytes: mib("max-session-image-mb", 1_048_576),
+  };
+  return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined));
+}

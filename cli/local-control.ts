@@ -4,6 +4,7 @@ import type { Hono } from "hono";
 import { startRunner } from "../batch-runner/runner.ts";
 import { RUNNER_DEFAULTS } from "../batch-runner/runner-defaults.ts";
 import type { TaskCeilings } from "../batch-runner/runtime/task-ceilings.ts";
+import type { NodeProxyOptions } from "../proxy-worker/node.ts";
 import type { EngineName } from "../shared/engines.ts";
 import { openStore } from "../shared/node/open-store.ts";
 import type { SessionResult } from "../shared/schemas/trajectory.ts";
@@ -31,6 +32,8 @@ export interface LocalControlOptions {
   allowUnsandboxed?: boolean;
   /** `--max-task-limits`: what a submitted task may ask for at most. */
   taskCeilings?: TaskCeilings;
+  /** The proxy's request limits (`polar serve`'s image flags); absent ones take the proxy's defaults. */
+  proxyLimits?: NodeProxyOptions["limits"];
   /** `--allow-verifier-network`: a judge whose task asks for a network gets one. */
   allowVerifierNetwork?: boolean;
   /** `--service-env`: variables of this process's environment side services may take. */
@@ -80,6 +83,7 @@ export async function startLocalControl(opts: LocalControlOptions = {}): Promise
       host: opts.host ?? "127.0.0.1",
       port: opts.port ?? 8787,
       logRequests: opts.logRequests,
+      ...(opts.proxyLimits ? { limits: opts.proxyLimits } : {}),
       control: { jobs: queue, controlToken, presignGet: downloads.presignGet },
       extraRoutes: await opts.routes?.(store, controlToken),
     });

@@ -14,10 +14,25 @@ export const DEFAULT_MAX_JSON_DEPTH = 128;
 
 /** Largest image (decoded) a request may carry; a 4K PNG screenshot is 2-8 MiB. */
 export const DEFAULT_MAX_IMAGE_BYTES = 10 * 1024 * 1024;
+/**
+ * Largest image, in pixels (width x height as its header declares them), before anything decodes
+ * it: 4096x4096 holds a 5K screenshot (14.7 Mpx). A decoder allocates by this, not by the file's
+ * size: a 300 KB PNG can declare 50000x50000 (7.5 GB as RGB).
+ */
+export const DEFAULT_MAX_IMAGE_PIXELS = 4096 * 4096;
+/** Image parts one call may carry (repeats counted): Anthropic's API takes at most 100. */
+export const DEFAULT_MAX_IMAGES_PER_CALL = 100;
+/** New image objects one session may add to the store, and their bytes (images/session-budget.ts). */
+export const DEFAULT_MAX_SESSION_IMAGES = 4096;
+export const DEFAULT_MAX_SESSION_IMAGE_BYTES = 1024 * 1024 * 1024;
 
 export interface Limits {
   maxBodyBytes: number;
   maxImageBytes: number;
+  maxImagePixels: number;
+  maxImagesPerCall: number;
+  maxSessionImages: number;
+  maxSessionImageBytes: number;
   bodyTimeoutMs: number;
   bodyIdleTimeoutMs: number;
   maxJsonDepth: number;
@@ -26,6 +41,10 @@ export interface Limits {
 export const DEFAULT_LIMITS: Limits = {
   maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
   maxImageBytes: DEFAULT_MAX_IMAGE_BYTES,
+  maxImagePixels: DEFAULT_MAX_IMAGE_PIXELS,
+  maxImagesPerCall: DEFAULT_MAX_IMAGES_PER_CALL,
+  maxSessionImages: DEFAULT_MAX_SESSION_IMAGES,
+  maxSessionImageBytes: DEFAULT_MAX_SESSION_IMAGE_BYTES,
   bodyTimeoutMs: DEFAULT_BODY_TIMEOUT_MS,
   bodyIdleTimeoutMs: DEFAULT_BODY_IDLE_TIMEOUT_MS,
   maxJsonDepth: DEFAULT_MAX_JSON_DEPTH,

@@ -2,6 +2,9 @@ import { ENGINES, isEngineName } from "../../shared/engines.ts";
 import type { LogprobsMode } from "../../shared/schemas/capture.ts";
 import { type Command, UsageError } from "../command.ts";
 import {
+  IMAGE_LIMIT_OPTIONS,
+  IMAGE_LIMIT_USAGE,
+  imageLimitFlags,
   numberFlag,
   parseFlags,
   storeFlag,
@@ -19,7 +22,9 @@ const usage = `Usage: polar proxy --upstream URL [--upstream URL ...] [--upstrea
                    [--store DIR|s3://bucket/prefix] [--auth off] [--policy-version V]
                    [--admin-token T] [--control-token T] [--jobs-queue SQS_URL]
                    [--max-body-mb 32] [--body-timeout-s 30] [--body-idle-timeout-s 10]
-                   [--max-json-depth 128] [--max-image-mb 10] [--allow-remote-images]
+                   [--max-json-depth 128] [--max-image-mb 10] [--max-image-pixels N]
+                   [--max-images-per-call 100] [--max-session-images 4096]
+                   [--max-session-image-mb 1024] [--allow-remote-images]
                    [--upstream-timeout-s 600] [--log-requests]
                    [--token-in-token-out] [--tito-completions PARSER|MODEL=PARSER,...]
                    [--session-max-in-flight N] [--session-tokens-per-minute N]
@@ -64,7 +69,7 @@ and logprobs to the store, and answered in the harness's own API shape.
   --body-timeout-s N    the whole request body must arrive within N s (default 30): else 408
   --body-idle-timeout-s N  no body byte for N s cuts the request (default 10): 408
   --max-json-depth N    deeper nested arrays/objects are refused with 400 before inference (128)
-  --max-image-mb N      an image larger than N MiB (decoded) is refused with 400 (default 10)
+${IMAGE_LIMIT_USAGE}
   --allow-remote-images pass http(s) image URLs to the engine, which fetches them (default: refused;
                         docs/computer-use.md)
   --upstream-timeout-s N  per-call deadline of the inference server (default 600): else 504
@@ -167,7 +172,7 @@ const command: Command = {
         "body-idle-timeout-s": { type: "string" },
         "max-json-depth": { type: "string" },
         "max-body-mb": { type: "string" },
-        "max-image-mb": { type: "string" },
+        ...IMAGE_LIMIT_OPTIONS,
         "allow-remote-images": { type: "boolean" },
         "token-in-token-out": { type: "boolean" },
         "tito-completions": { type: "string" },
@@ -241,7 +246,7 @@ const command: Command = {
     const bodyTimeoutS = numberFlag("body-timeout-s", values["body-timeout-s"], 30, 0.1, 3600);
     const bodyIdleS = numberFlag("body-idle-timeout-s", values["body-idle-timeout-s"], 10, 0.1, 3600);
     const maxJsonDepth = numberFlag("max-json-depth", values["max-json-depth"], 128, 1, 100_000);
-    const maxImageMb = numberFlag("max-image-mb", values["max-image-mb"], 10, 0.001, 4096);
+    const imageLimits = imageLimitFlags(values);
     const optionalInt = (name: string, max: number) => {
       const given = values[name as keyof typeof values] as string | undefined;
       return given === undefined ? undefined : Math.floor(numberFlag(name, given, 1, 1, max));
@@ -312,7 +317,7 @@ const command: Command = {
         bodyTimeoutMs: Math.round(bodyTimeoutS * 1000),
         bodyIdleTimeoutMs: Math.round(bodyIdleS * 1000),
         maxJsonDepth: Math.floor(maxJsonDepth),
-        maxImageBytes: Math.floor(maxImageMb * 1024 * 1024),
+        ...imageLimits,
       },
       ...(values["allow-remote-images"] ? { allowRemoteImages: true } : {}),
       control: jobsQueue

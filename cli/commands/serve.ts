@@ -1,6 +1,9 @@
 import { type Command, UsageError } from "../command.ts";
 import {
   engineFlag,
+  IMAGE_LIMIT_OPTIONS,
+  IMAGE_LIMIT_USAGE,
+  imageLimitFlags,
   intFlag,
   numberFlag,
   parseFlags,
@@ -13,7 +16,9 @@ import {
 const usage = `Usage: polar serve [--upstream URL] [--engine vllm|sglang] [--port 8787] [--host 127.0.0.1]
                    [--out DIR] [--control-token T] [--run N] [--log-requests] [--allow-unsandboxed]
                    [--max-task-limits NAME=N,...] [--allow-verifier-network]
-                   [--service-env NAME[,NAME...]]
+                   [--service-env NAME[,NAME...]] [--max-image-mb 10] [--max-image-pixels N]
+                   [--max-images-per-call 100] [--max-session-images 4096]
+                   [--max-session-image-mb 1024]
 
 The task control API locally, in one command: the proxy with POST/GET/DELETE /v1/tasks and
 /openapi.json, an in-memory queue, a directory store under DIR/store and a batch runner in this
@@ -40,6 +45,8 @@ as signed local download URLs, as an S3 store would presign them. Then, from ano
   --service-env NAME[,NAME...]
                      variables of this process's environment a task's side services may take;
                      never the agent's; one not listed ends its session ERROR at INIT (as \`polar runner\`)
+  The proxy's image limits, as on \`polar proxy\`:
+${IMAGE_LIMIT_USAGE}
 
 Jobs live in this process: queued sessions are lost when it stops (results already written stay,
 and resubmitting reruns only the sessions without one). For a fleet use \`polar proxy
@@ -64,6 +71,7 @@ const command: Command = {
         "allow-verifier-network": { type: "boolean" },
         "max-task-limits": { type: "string" },
         "service-env": { type: "string", multiple: true },
+        ...IMAGE_LIMIT_OPTIONS,
       },
       strict: true,
       allowPositionals: true,
@@ -90,6 +98,7 @@ const command: Command = {
         allowVerifierNetwork: values["allow-verifier-network"] === true,
         serviceEnv: serviceEnvFlag(values["service-env"]),
         taskCeilings: taskCeilingsFlag(values["max-task-limits"]),
+        proxyLimits: imageLimitFlags(values),
         routes: viewerRoutes,
       });
     } catch (err) {

@@ -1,12 +1,17 @@
 import { Base64Error, base64ToBytes } from "../../shared/encoding/base64.ts";
 import { parseDataUrl } from "../../shared/images/data-url.ts";
-import { IMAGE_MEDIA_TYPES, sniffImageType, supportedImageType } from "../../shared/images/image-types.ts";
+import { imageStructure } from "../../shared/images/image-structure.ts";
+import { IMAGE_MEDIA_TYPES, supportedImageType } from "../../shared/images/image-types.ts";
 import type { ChatRequest } from "../chat/types.ts";
 import { CodecError } from "../codecs/codec.ts";
 
 export interface ImagePolicy {
   /** Largest decoded image, in bytes (`Limits.maxImageBytes`). */
   maxImageBytes: number;
+  /** Largest image in pixels, as its header declares them (`Limits.maxImagePixels`). */
+  maxImagePixels: number;
+  /** Image parts one call may carry, repeats counted (`Limits.maxImagesPerCall`). */
+  maxImagesPerCall: number;
   /**
    * Pass http(s) image URLs to the engine, which then fetches them. Off by default: the engine
    * would reach any address the harness names, and the capture would hold a URL, not the image.
@@ -17,25 +22,35 @@ export interface ImagePolicy {
 const REMOTE = /^https?:\/\//i;
 
 /**
- * Checks every image part of the normalized request before any engine sees it: inline images must
- * be base64 labelled with a supported type, whose bytes carry a supported type's signature, within
- * the cap; remote
- * URLs only when the operator allows them, and only http(s) (a `file:` URL would make the engine
- * read its own disk). Throws CodecError (400) naming the image, the cap or the type.
+ * Checks every image part of the normalized request before any engine sees it or anything is
+ * stored: at most `maxImagesPerCall` parts (counted before any is decoded); inline images must be
+ * base64 labelled with a supported type, within the byte cap, and a well-formed image of that
+ * family (shared/images/image-structure.ts says what that means) of at most `maxImagePixels`;
+ * remote URLs only when the operator allows them, and only http(s) (a `file:` URL would make the
+ * engine read its own disk). An image repeated in the call is checked once. Returns each distinct
+ * inline image's bytes (what the session's store budget is charged for). Throws CodecError (400)
+ * naming the image and the limit.
  */
-export function vetImages(chat: ChatRequest, policy: ImagePolicy): void {
-  let n = 0;
+export function vetImages(chat: ChatRequest, policy: ImagePolicy): Uint8Array[] {
+  const urls: string[] = [];
   for (const m of chat.messages) {
     if (!Array.isArray(m.content)) continue;
-    for (const part of m.content) {
-      if (part.type !== "image_url") continue;
-      n += 1;
-      vetOne(part.image_url.url, `image ${n} of the request`, policy);
-    }
+    for (const part of m.content) if (part.type === "image_url") urls.push(part.image_url.url);
   }
+  if (urls.length > policy.maxImagesPerCall)
+    throw new CodecError(
+      400,
+      `the request has ${urls.length} images, over this proxy's cap of ${policy.maxImagesPerCall} images per call (--max-images-per-call)`,
+    );
+  const seen = new Map<string, Uint8Array | null>();
+  for (const [i, url] of urls.entries()) {
+    if (seen.has(url)) continue;
+    seen.set(url, vetOne(url, `image ${i + 1} of the request`, policy));
+  }
+  return [...seen.values()].filter((b): b is Uint8Array => b !== null);
 }
 
-function vetOne(url: string, which: string, policy: ImagePolicy): void {
+function vetOne(url: string, which: string, policy: ImagePolicy): Uint8Array | null {
   const data = parseDataUrl(url);
   if (!data) {
     if (url.startsWith("data:"))
@@ -50,7 +65,7 @@ function vetOne(url: string, which: string, policy: ImagePolicy): void {
         400,
         `${which}: remote image URLs (${preview(url)}) are refused by this proxy (the operator allows them with --allow-remote-images); send the image inline as base64`,
       );
-    return;
+    return null;
   }
   if (!supportedImageType(data.mediaType))
     throw new CodecError(
@@ -71,11 +86,18 @@ function vetOne(url: string, which: string, policy: ImagePolicy): void {
   if (bytes.byteLength > policy.maxImageBytes) throw overCap(which, bytes.byteLength, policy.maxImageBytes);
   // A supported image labelled as another supported type passes: the engine reads the bytes, not
   // the label (vLLM opens images with PIL), and harnesses do mislabel (a JPEG sent as image/png).
-  if (!sniffImageType(bytes))
+  const image = imageStructure(bytes);
+  if (!image.ok)
     throw new CodecError(
       400,
-      `${which}: the image data is not a decodable image (no PNG, JPEG, GIF or WebP signature), though its media type says ${data.mediaType}`,
+      `${which}: the image data is not a decodable image (${image.problem}), though its media type says ${data.mediaType}`,
     );
+  if (image.pixels > policy.maxImagePixels)
+    throw new CodecError(
+      400,
+      `${which} is ${image.width}x${image.height} pixels, over this proxy's image pixel cap of ${policy.maxImagePixels} pixels (--max-image-pixels)`,
+    );
+  return bytes;
 }
 
 function overCap(which: string, bytes: number, cap: number): CodecError {

@@ -50,10 +50,13 @@ interface Found {
  * The record's bodies with every inline image of `chat_request` replaced by its placeholder (in
  * `chat_request` and wherever the same data URL or base64 text stands in `request`), the refs,
  * and one blob per distinct image. Images whose base64 does not decode, or of a type the proxy does
- * not pass (never the case after `vetImages`), stay inline.
+ * not pass (never the case after `vetImages`), stay inline. With `keep: false` (a call that was not
+ * answered) the placeholders stay but no image is kept: no refs, no blobs. Untouched bodies are
+ * returned as the same objects.
  */
 export async function externalizeImages<R extends { request: Json; chat_request: Json }>(
   rec: R,
+  opts: { keep?: boolean } = {},
 ): Promise<{ record: R & { image_refs?: ImageRef[] }; blobs: ImageBlob[] }> {
   const byPayload = new Map<string, Found>();
   const blobs: ImageBlob[] = [];
@@ -88,6 +91,10 @@ export async function externalizeImages<R extends { request: Json; chat_request:
   };
   const request = mapStrings(rec.request, [], swap("request"));
   const chat_request = mapStrings(rec.chat_request, [], swap("chat_request"));
+  if (opts.keep === false) {
+    const { image_refs: _, ...rest } = rec as R & { image_refs?: ImageRef[] };
+    return { record: { ...rest, request, chat_request } as R, blobs: [] };
+  }
   return { record: { ...rec, request, chat_request, image_refs: refs }, blobs };
 }
 

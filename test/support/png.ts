@@ -45,7 +45,28 @@ export function screenshotPng(seed: number, width = 64, height = 48): Uint8Array
   return makePng(width, height, () => [next(), next(), next()]);
 }
 
-function chunk(type: string, data: Buffer): Buffer {
+/**
+ * A well-formed PNG (IHDR first, CRCs right, an IDAT, IEND last) whose header declares `width` x
+ * `height` 1-bit grey pixels, with only a few bytes of pixel data: a decompression bomb's header,
+ * which is all a decoder reads before it allocates.
+ */
+export function pngDeclaring(width: number, height: number): Uint8Array {
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr[8] = 1;
+  ihdr[9] = 0;
+  return new Uint8Array(
+    Buffer.concat([
+      Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+      chunk("IHDR", ihdr),
+      chunk("IDAT", deflateSync(Buffer.alloc(64))),
+      chunk("IEND", Buffer.alloc(0)),
+    ]),
+  );
+}
+
+export function chunk(type: string, data: Buffer): Buffer {
   const len = Buffer.alloc(4);
   len.writeUInt32BE(data.length, 0);
   const body = Buffer.concat([Buffer.from(type, "ascii"), data]);

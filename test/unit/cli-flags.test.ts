@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { UsageError } from "../../cli/command.ts";
-import { engineFlag, parseFlags, upstreamFlag } from "../../cli/flags.ts";
+import { engineFlag, imageLimitFlags, parseFlags, upstreamFlag } from "../../cli/flags.ts";
 import { readTasksFile } from "../../cli/tasks-file.ts";
 
 /** The flag helpers run, sft, submit, policy, proxy, runner, token, inspect and reconstruct share. */
@@ -31,6 +31,27 @@ describe("cli flags", () => {
     expect(engineFlag(undefined)).toBe("vllm");
     expect(engineFlag("sglang")).toBe("sglang");
     expect(() => engineFlag("tgi")).toThrow("--engine must be vllm or sglang, got tgi");
+  });
+});
+
+describe("image limit flags (issue 49)", () => {
+  it("absent flags leave the proxy's defaults; given ones are checked", () => {
+    expect(imageLimitFlags({})).toEqual({});
+    expect(
+      imageLimitFlags({
+        "max-image-pixels": "1000",
+        "max-images-per-call": "4",
+        "max-session-images": "9",
+        "max-session-image-mb": "0.5",
+      }),
+    ).toEqual({
+      maxImagePixels: 1000,
+      maxImagesPerCall: 4,
+      maxSessionImages: 9,
+      maxSessionImageBytes: 524288,
+    });
+    expect(() => imageLimitFlags({ "max-images-per-call": "0" })).toThrow(UsageError);
+    expect(() => imageLimitFlags({ "max-image-pixels": "lots" })).toThrow(/--max-image-pixels/);
   });
 });
 

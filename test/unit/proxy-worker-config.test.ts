@@ -37,6 +37,27 @@ describe("Worker configuration (issue 12)", () => {
     expect(() => depsFromEnv({ ...base, STORE_TIMEOUT_S: "0" }, fetch)).toThrow(/STORE_TIMEOUT_S/);
   });
 
+  it("reads the image limits (issue 49) and refuses nonsense", () => {
+    const deps = depsFromEnv(
+      {
+        ...base,
+        MAX_IMAGE_PIXELS: "1000000",
+        MAX_IMAGES_PER_CALL: "8",
+        MAX_SESSION_IMAGES: "50",
+        MAX_SESSION_IMAGE_MB: "2",
+      },
+      fetch,
+    );
+    expect(deps.limits).toMatchObject({
+      maxImagePixels: 1_000_000,
+      maxImagesPerCall: 8,
+      maxSessionImages: 50,
+      maxSessionImageBytes: 2 * 1048576,
+    });
+    expect(() => depsFromEnv({ ...base, MAX_IMAGES_PER_CALL: "0" }, fetch)).toThrow(/MAX_IMAGES_PER_CALL/);
+    expect(() => depsFromEnv({ ...base, MAX_IMAGE_PIXELS: "1.5" }, fetch)).toThrow(/MAX_IMAGE_PIXELS/);
+  });
+
   it("turns the control API on with POLAR_CONTROL_TOKEN alone, kept apart from the admin token", () => {
     const onlyControl = depsFromEnv({ ...base, POLAR_CONTROL_TOKEN: "ctl-a,ctl-b" }, fetch);
     expect(onlyControl.control).toMatchObject({ controlToken: "ctl-a,ctl-b" });
