@@ -8,7 +8,7 @@ import {
   SideServices,
 } from "../../shared/schemas/side-service.ts";
 import { formatIssues } from "../../shared/zod-issues.ts";
-import { BUILD_PREFIX } from "../runtime/image-build-ref.ts";
+import { BUILD_PREFIX, buildContextOf, prebuiltImageOf } from "../runtime/image-build-ref.ts";
 import { BRIDGE_PORT, JUDGE_BRIDGE_PORT } from "../runtime/socket-bridge.ts";
 
 const isBridgePort = (port: number) => port === BRIDGE_PORT || port === JUDGE_BRIDGE_PORT;
@@ -302,7 +302,16 @@ async function imageOf(taskDir: string, name: string, s: Service): Promise<strin
       refuse(`services.${name}.build`, `${rel}/Dockerfile is missing`);
     return `${BUILD_PREFIX}${posix.join(taskDir, rel)}`;
   }
-  if (s.image !== undefined) return s.image;
+  if (s.image !== undefined) {
+    // The runner's own build references: `build:/etc` would build any host dir the runner may build
+    // (only its POLAR_BUILD_DIRS stopped it), bypassing the context rule above.
+    if (buildContextOf(s.image) !== null || prebuiltImageOf(s.image) !== null)
+      refuse(
+        `services.${name}.image`,
+        `${JSON.stringify(s.image)} is one of Polar's build references, not an image: build a service with build: and a context inside environment/`,
+      );
+    return s.image;
+  }
   return refuse(`services.${name}`, "neither build nor image");
 }
 

@@ -2,7 +2,7 @@ import { readdir } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
 import { isValidId } from "../../shared/ids.ts";
 import { RUNNER_CONFIG_FILES } from "../../shared/schemas/task-settings.ts";
-import { buildRef, PREBUILT_PREFIX } from "../runtime/image-build-ref.ts";
+import { buildContextOf, buildRef, PREBUILT_PREFIX, prebuiltImageOf } from "../runtime/image-build-ref.ts";
 import { artifactPaths } from "./artifacts.ts";
 import { composeServicesField, serviceEnvWarnings } from "./compose.ts";
 import { readDockerfile } from "./dockerfile.ts";
@@ -99,6 +99,11 @@ export async function importHarborTask(dir: string, opts: ImportOptions): Promis
   if (!multiStep && instruction.trim() === "")
     throw new HarborTaskRefused("instruction.md: empty (the agent would get no task)");
   const prebuilt = toml.environment?.docker_image ?? null;
+  // `prebuilt:build:/etc` would reach the runtime as a build reference of any host dir.
+  if (prebuilt !== null && (buildContextOf(prebuilt) !== null || prebuiltImageOf(prebuilt) !== null))
+    throw new HarborTaskRefused(
+      `task.toml: environment.docker_image ${JSON.stringify(prebuilt)} is one of Polar's build references, not an image`,
+    );
   const build = !opts.noBuild && prebuilt === null;
   const hasDockerfile = (await entryKind(dir, "environment/Dockerfile")) === "file";
   const docker =

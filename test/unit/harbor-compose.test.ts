@@ -96,6 +96,15 @@ describe("compose.ts", () => {
     expect((await readComposeServices(out).catch((e) => e)).message).toMatch(
       /not a directory inside environment/,
     );
+    // Issue 49: Polar's own build references as a service's image bypassed the rule above.
+    for (const image of ["build:/etc", "build:timeout=1:/etc", "prebuilt:build:/etc", "prebuilt:alpine"]) {
+      const ref = await task(`services:\n  api:\n    image: ${JSON.stringify(image)}\n`);
+      const err = await readComposeServices(ref).catch((e) => e);
+      expect(err, image).toBeInstanceOf(HarborTaskRefused);
+      expect(err.message).toMatch(
+        /services\.api\.image: .* is one of Polar's build references, not an image/,
+      );
+    }
     const main = await task("services:\n  main:\n    privileged: true\n");
     expect((await readComposeServices(main).catch((e) => e)).message).toMatch(/services\.main\.privileged/);
     const top = await task("services: {}\nvolumes:\n  data: {}\n");

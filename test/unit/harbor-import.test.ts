@@ -162,6 +162,13 @@ describe("importHarborTask", () => {
       "environment/Dockerfile": null,
     });
     expect(await refusal(bare)).toMatch(/^task.toml: environment.docker_image without environment.workdir/);
+    // Issue 49: Polar's own references are not images.
+    for (const image of ["build:/etc", "prebuilt:x"]) {
+      const ref = await taskDir({
+        "task.toml": `[environment]\ndocker_image = "${image}"\nworkdir = "/app"\n`,
+      });
+      expect(await refusal(ref)).toMatch(/environment.docker_image .* is one of Polar's build references/);
+    }
   });
 
   it("refuses a directory without task.toml naming task.toml, not what else it holds", async () => {
