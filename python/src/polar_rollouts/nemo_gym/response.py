@@ -84,3 +84,27 @@ def verify_response(row: Mapping[str, Any], result: SessionResult, model: str) -
         answer["_ng_failure_class"] = "polar_no_model_call"
         answer["error"] = f"session {result.session_id} made no model call with token ids"
     return answer
+
+
+def failed_response(row: Mapping[str, Any], model: str, failure_class: str, reason: str, polar: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``/run`` that produced no session result (its task timed out or was cancelled, its group
+    never filled) in NeMo Gym's failure shape: a 200 row with ``_ng_failure_class``, which the
+    collection writes to its failures file, never an error status that stops the whole collection."""
+    return {
+        **row,
+        "response": {
+            "id": f"resp_failed_{polar.get('group_id', 'polar')}",
+            "object": "response",
+            "created_at": time.time(),
+            "model": model,
+            "output": [],
+            "parallel_tool_calls": False,
+            "tool_choice": "auto",
+            "tools": [],
+            "status": "failed",
+        },
+        "reward": 0.0,
+        "polar": dict(polar),
+        "_ng_failure_class": failure_class,
+        "error": reason,
+    }

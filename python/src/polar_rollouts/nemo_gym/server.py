@@ -31,8 +31,8 @@ from typing import Any
 from ..bounded_server import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_CONNECTIONS, BoundedHandler, BoundedHTTPServer
 from ..client import ControlApiError, ControlClient, TaskFailed
 from ..results import SessionResult
-from ..gather import Gatherer
-from .response import verify_response
+from ..gather import Gatherer, GroupIncomplete
+from .response import failed_response, verify_response
 from .rows import DEFAULT_ROW_FIELDS, RowError, repeat_key, row_identity, task_for_row
 
 # A row is a prompt and some task fields; anything bigger is not a row.
@@ -68,8 +68,17 @@ class PolarAgent:
     def run(self, row: Mapping[str, Any]) -> dict[str, Any]:
         base, task = task_for_row(row, self.template, self.row_fields)
         ticket = self.gatherer.join(row_identity(row), base, task, repeat_key(row))
-        result = self.gatherer.wait(ticket, timeout_s=self.timeout_s + 60)
-        answer = verify_response(row, result, model=str(task.get("agent", {}).get("model", "policy")))
+        model = str(task.get("agent", {}).get("model", "policy"))
+        try:
+            result = self.gatherer.wait(ticket, timeout_s=self.timeout_s + 60)
+        except (TaskFailed, FutureTimeout) as err:
+            # No session result for this row: NeMo Gym's failure row (its failures file, the
+            # collection goes on), with the group it belonged to and why.
+            klass = "polar_group_incomplete" if isinstance(err, GroupIncomplete) else "polar_task_failed"
+            polar = {"group_id": ticket.task_id, "sample_index": ticket.member.sample_index, "status": "FAILED"}
+            reason = str(err) or f"task {ticket.task_id}: no session result within {self.timeout_s + 60:g} s"
+            return failed_response(row, model, klass, reason, polar)
+        answer = verify_response(row, result, model=model)
         answer["polar"].update(
             group_id=ticket.task_id, sample_index=ticket.member.sample_index, group_size=len(ticket.group.members)
         )
@@ -164,8 +173,6 @@ def make_server(
                 # A 400 names the TaskRequest field at fault (the row or the template is wrong); any
                 # other failure (a wrong control token: 401) is the gateway's, with the reason.
                 self._send(400 if err.status == 400 else 502, {"error": {"message": str(err)}})
-            except (TaskFailed, FutureTimeout) as err:
-                self._send(504, {"error": {"message": str(err) or "the session did not finish in time"}})
 
         def _authorized(self) -> bool:
             if _presented(self.headers.get("authorization") or "", token):
