@@ -45,6 +45,10 @@ from ..client import ControlClient
 from ..trace import Trace
 from ..weight_sync import SyncReport, VllmWeightSync
 from .task_group import PluginError, task_request
+from .trl_compat import check_installed
+
+# Before anything uses TRL's private names: a TRL that renamed them fails here, naming the range.
+check_installed()
 
 CHECKED_TRL = "1.16"
 # TRL forwards every rollout_func key but these to the reward functions.
