@@ -1,6 +1,8 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { capConnections, defaultConnectionCap } from "../shared/node/connection-cap.ts";
+import { closeSilentConnections, FIRST_REQUEST_MS } from "../shared/node/first-request-deadline.ts";
 import type { ObjectStore } from "../shared/store/object-store.ts";
 import { storeKeyProblem } from "../shared/store/store-key.ts";
 
@@ -20,6 +22,7 @@ export async function startLocalDownloads(
   store: ObjectStore,
   host = "127.0.0.1",
   clock: () => number = Date.now,
+  firstRequestMs = FIRST_REQUEST_MS,
 ): Promise<LocalDownloads> {
   const secret = randomBytes(32);
   const sign = (key: string, exp: string) =>
@@ -52,6 +55,10 @@ export async function startLocalDownloads(
       res.writeHead(500, { "content-type": "text/plain" }).end(`${(err as Error).message}\n`);
     });
   });
+  // A trainer's downloads: held to a bounded number of connections, each sending its request in time.
+  server.headersTimeout = firstRequestMs;
+  capConnections(server, defaultConnectionCap());
+  closeSilentConnections(server, firstRequestMs);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(0, host, () => resolve());

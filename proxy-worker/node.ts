@@ -4,7 +4,7 @@ import { serve } from "@hono/node-server";
 import type { Hono } from "hono";
 import { Agent, fetch as undiciFetch } from "undici";
 import { capConnections, defaultConnectionCap } from "../shared/node/connection-cap.ts";
-import { closeSilentConnections } from "../shared/node/first-request-deadline.ts";
+import { closeSilentConnections, FIRST_REQUEST_MS } from "../shared/node/first-request-deadline.ts";
 import { gzipPartsSync } from "../shared/node/gzip-parts.ts";
 import { openStore } from "../shared/node/open-store.ts";
 import type { ObjectStore } from "../shared/store/object-store.ts";
@@ -56,7 +56,7 @@ export interface ConnectionTimeouts {
 }
 
 export const CONNECTION_TIMEOUTS: ConnectionTimeouts = {
-  headersMs: 20_000,
+  headersMs: FIRST_REQUEST_MS,
   requestMs: 120_000,
   keepAliveMs: 65_000,
   checkMs: 1_000,

@@ -1,6 +1,9 @@
 import type { Server } from "node:http";
 import type { Socket } from "node:net";
 
+/** How long a Node server of ours waits for a connection's first request (its headers, whole). */
+export const FIRST_REQUEST_MS = 20_000;
+
 /**
  * Closes a connection whose first request has not arrived (its headers complete) within `ms` of
  * its accept. Node's own `headersTimeout` only watches a connection once its first byte came: one
