@@ -184,7 +184,9 @@ def test_a_failed_session_keeps_the_group_whole_and_is_unscorable() -> None:
     assert [r["polar_session_id"] for r in rows] == ["split-0", "split-1", "split-2"]
     assert rows[1]["completion_ids"] == [151645] and rows[1]["env_mask"] == [0] and rows[1]["polar_reward"] is None
     assert rows[1]["prompt_ids"] == rows[0]["prompt_ids"]
-    assert polar_reward([None] * 3, polar_reward=[r["polar_reward"] for r in rows]) == [1.0, None, 0.0]
+    assert polar_reward(completions=[None] * 3, polar_reward=[r["polar_reward"] for r in rows]) == [1.0, None, 0.0]
+    with pytest.raises(PolarRolloutError, match="pass its arguments by keyword"):
+        polar_reward(["p"] * 3, polar_reward=[r["polar_reward"] for r in rows])
     with pytest.raises(PolarRolloutError, match="none of its 3 sessions"):
         plugin.group_rows([], 3, "split", 151645, raw_logprobs="warn")
 
@@ -211,7 +213,7 @@ def test_refusals_name_what_to_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         lookup.task_for("Write a poem.")
     assert lookup.task_for([{"role": "user", "content": PRIMES["instruction"]}])["task_id"] == "first-primes"
     with pytest.raises(PolarRolloutError, match="polar_rollout_func"):
-        polar_reward(["a"])
+        polar_reward(completions=["a"])
 
 
 def test_tasks_from_a_dataset_column(tmp_path: Path) -> None:

@@ -422,9 +422,21 @@ def polar_rollout_func(
     )
 
 
-def polar_reward(completions: list[Any], polar_reward: list[float | None] | None = None, **_: Any) -> list[float | None]:
+def polar_reward(
+    *args: Any, completions: list[Any] | None = None, polar_reward: list[float | None] | None = None, **_: Any
+) -> list[float | None]:
     """TRL reward function: the reward Polar's evaluator gave each session (None for a failed one,
-    which TRL leaves out of its group statistics). Use with ``rollout_func=polar_rollout_func(...)``."""
+    which TRL leaves out of its group statistics). Use with ``rollout_func=polar_rollout_func(...)``.
+
+    Keyword arguments only, as TRL passes them (``prompts=``, ``completions=``, ...): a wrapper
+    passing its first argument by position would hand it the prompts as the completions."""
+    if args:
+        raise PolarRolloutError(
+            "polar_reward: pass its arguments by keyword, as TRL does: polar_reward(prompts=..., completions=..., "
+            "polar_reward=..., **kwargs); a positional argument could be the prompts or the completions"
+        )
+    if completions is None:
+        raise PolarRolloutError("polar_reward: completions= is required (TRL passes it)")
     if polar_reward is None:
         raise PolarRolloutError("polar_reward: the batch carries no Polar rewards: use rollout_func=polar_rollout_func(...)")
     if len(polar_reward) != len(completions):

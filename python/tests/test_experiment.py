@@ -1,0 +1,203 @@
+"""`python -m polar_rollouts.experiment CONFIG.toml` (docs/experiments.md).
+
+Fast cases: the file's strict checks (an unknown or misspelled key is named, with the nearest
+known one), and the stack's cleanup: a process group the experiment started is gone once the
+experiment's process is killed with SIGKILL (the watchdog), and the per-session stats read from
+real token ids. The engine-lane case runs the shipped tool-lookup experiment for 2 steps on
+SmolLM2-135M-Instruct through mini-swe-agent and checks the plumbing, not the learning.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from support.engine_lane import needs_engine_lane
+
+SRC = ROOT / "python" / "src"
+sys.path.insert(0, str(SRC))
+
+from polar_rollouts.experiment.config import ConfigError, check_trainer_args, load  # noqa: E402
+from polar_rollouts.experiment.sessions import session_stats  # noqa: E402
+from polar_rollouts.trace import Trace, VersionSpan  # noqa: E402
+
+MINIMAL = """
+out = "run"
+[model]
+preset = "smollm2"
+[tasks]
+train = "train.jsonl"
+[trainer]
+kind = "trl"
+[trainer.args]
+num_generations = 2
+[budget]
+max_steps = 2
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    (tmp_path / "train.jsonl").write_text('{"instruction": "x"}\n')
+    path = tmp_path / "exp.toml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_a_valid_file_loads_with_paths_relative_to_it(tmp_path: Path) -> None:
+    exp = load(write(tmp_path, MINIMAL))
+    assert exp.out == tmp_path / "run" and exp.tasks.train == tmp_path / "train.jsonl"
+    assert exp.trainer.kind == "trl" and exp.trainer.args == {"num_generations": 2}
+    assert exp.eval.every == 5 and exp.checks.logprob_tolerance == 1e-3
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("max_steps = 2", "max_step = 2"), 'budget.max_step: unknown key (did you mean "max_steps"?)'),
+        (("[budget]", "[budgett]"), 'budgett: unknown key (did you mean "budget"?)'),
+        (('kind = "trl"', 'kind = "verl"'), "trainer.kind: 'verl' is not a trainer this command runs"),
+        (('preset = "smollm2"', 'preset = "smollm2"\npath = "m"'), "model: give exactly one of"),
+        (("max_steps = 2", 'max_steps = "2"'), "budget.max_steps must be a int, not str"),
+        (("max_steps = 2", "max_steps = 2\nminutes = true"), "budget.minutes must be a int or float, not bool"),
+        (('train = "train.jsonl"', 'train = "nope.jsonl"'), "tasks.train: no file"),
+        (("max_steps = 2", ""), "budget.max_steps is required"),
+    ],
+)
+def test_a_wrong_file_is_refused_naming_the_key(tmp_path: Path, change: tuple[str, str], message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        load(write(tmp_path, MINIMAL.replace(*change)))
+    assert message in str(err.value)
+
+
+def test_trainer_args_are_checked_against_grpo_config_fields() -> None:
+    fields = ["num_generations", "learning_rate", "temperature", "output_dir"]
+    check_trainer_args("f", {"learning_rate": 1e-5}, fields)
+    with pytest.raises(ConfigError, match='trainer.args.learning_rat: not a GRPOConfig field \\(did you mean "learning_rate"\\?\\)'):
+        check_trainer_args("f", {"learning_rat": 1e-5}, fields)
+    with pytest.raises(ConfigError, match="trainer.args.output_dir: set by the runner"):
+        check_trainer_args("f", {"output_dir": "x"}, fields)
+
+
+def test_the_command_exits_2_naming_a_misspelled_key(tmp_path: Path) -> None:
+    path = write(tmp_path, MINIMAL.replace("[trainer.args]", "[trainer.arg]"))
+    done = subprocess.run([sys.executable, "-m", "polar_rollouts.experiment", str(path), "--check"],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(SRC)})  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert 'trainer.arg: unknown key (did you mean "args"?)' in done.stderr
+
+
+KILLED_PARENT = """
+import sys, time
+from pathlib import Path
+from polar_rollouts.experiment.stack import Watchdog, spawn
+out = Path(sys.argv[1])
+watchdog = Watchdog(grace_s=1)
+# A child that ignores SIGTERM (and its own child): only the watchdog's SIGKILL stops the group.
+child = spawn(["sh", "-c", "trap '' TERM; sleep 300 & wait"], out / "child.log", cwd=out, env={})
+watchdog.guard(child.pid)
+print(child.pid, flush=True)
+time.sleep(300)
+"""
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def test_a_killed_experiment_leaves_no_process_group_behind(tmp_path: Path) -> None:
+    parent = subprocess.Popen([sys.executable, "-c", KILLED_PARENT, str(tmp_path)], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(SRC)})  # fmt: skip
+    assert parent.stdout is not None
+    pgid = int(parent.stdout.readline())
+    try:
+        assert _group_alive(pgid)
+        parent.send_signal(signal.SIGKILL)  # no handler, no finally: only the watchdog is left
+        parent.wait()
+        deadline = time.monotonic() + 30
+        while _group_alive(pgid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _group_alive(pgid), "the child's process group outlived the killed experiment"
+    finally:
+        if _group_alive(pgid):
+            os.killpg(pgid, signal.SIGKILL)
+
+
+def test_session_stats_count_calls_tool_results_and_turn_rewards() -> None:
+    # A fake tokenizer: one id per character, so the spans are easy to read.
+    text = ('<tool_call>{"name": "bash"}</tool_call><|im_end|><|im_start|>tool\n{"returncode": 0, "output": "a"}'
+            "<|im_end|><|im_start|>assistant\nok<tool_call>x</tool_call>"
+            '<|im_start|>tool\n{"returncode": 2}<|im_start|>assistant\ndone')
+    ids = np.array([ord(c) for c in text], dtype=np.int64)
+    first_end = text.index("<|im_end|>")
+    second = text.index("ok<tool_call>")
+    second_end = text.index("<|im_start|>tool", second)
+    third = text.index("done")
+    mask = np.zeros(len(ids), dtype=np.int8)
+    for a, b in ((0, first_end), (second, second_end), (third, len(text))):
+        mask[a:b] = 1
+    spans = [VersionSpan(a, b, "0", "0") for a, b in ((0, first_end), (second, second_end), (third, len(text)))]
+    trace = Trace(task_id="t", session_id="s", sample_index=0, trace_index=0, group_id="g", status="COMPLETED",
+                  reward=1.0, finish_reason="stop", prompt_ids=np.array([1], dtype=np.int64), response_ids=ids,
+                  loss_mask=mask, response_logprobs=None, version_spans=spans)  # fmt: skip
+    stats = session_stats([trace], lambda xs: "".join(chr(x) for x in xs))
+    assert (stats.model_calls, stats.tool_calls, stats.tool_results) == (3, 2, 2)
+    assert stats.turn_rewards == [1.0, 0.0, None] and stats.process_reward == 0.5
+    assert stats.sampled_tokens == int(mask.sum())
+
+
+@needs_engine_lane
+def test_two_steps_of_the_tool_lookup_experiment(tmp_path: Path) -> None:
+    pytest.importorskip("trl")
+    tasks = tmp_path / "tasks"
+    subprocess.run([sys.executable, str(ROOT / "examples" / "experiments" / "tool_lookup_tasks.py"), "--train", "4",
+                    "--held-out", "2", "--max-tokens", "48", "--step-limit", "3", "--out", str(tasks)], check=True)  # fmt: skip
+    shipped = (ROOT / "examples" / "experiments" / "tool-lookup.toml").read_text()
+    config = tmp_path / "exp.toml"
+    config.write_text(
+        shipped.replace('"tool-lookup/train.jsonl"', f'"{tasks}/train.jsonl"')
+        .replace('"tool-lookup/held-out.jsonl"', f'"{tasks}/held-out.jsonl"')
+        .replace("per_device_train_batch_size = 16", "per_device_train_batch_size = 4")
+        .replace("num_generations = 8", "num_generations = 2")
+        .replace("every = 5", "every = 2")
+        .replace("generations = 2 ", "generations = 1 ")
+        .replace("max_steps = 200", "max_steps = 2")
+    )
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, "-m", "polar_rollouts.experiment", str(config), "--out", str(out), "--seed", "1"],
+        capture_output=True, text=True, timeout=1200, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(SRC), "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    rows = [json.loads(line) for line in (out / "curve.jsonl").read_text().splitlines()]
+    train = [r for r in rows if r["kind"] == "train"]
+    evals = [r for r in rows if r["kind"] == "eval"]
+    assert [r["step"] for r in train] == [1, 2] and [r["step"] for r in evals] == [0, 2]
+    for r in train:
+        assert r["logp_diff_max"] is not None and r["logp_diff_max"] < 1e-3, r
+        # Step k samples with the weights of step k - 1: named by that integer, never "default".
+        assert set(r["versions"]) <= {str(r["step"] - 1), "None"}, r
+        assert r["model_calls_per_session"] >= 1 and r["sampled_tokens"] > 0, r
+        assert r["engine_samples"] > 0 and r["engine_generation_tokens"] > 0, r
+    for r in evals:
+        assert r["wrong_versions"] == [] and r["sessions"] == 2, r
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["problems"] == [] and summary["steps"] == 2
+    assert (out / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # At least one session went over several model calls with a tool's output between them.
+    assert max(r["tool_results_per_session"] or 0 for r in train + evals) > 0, rows
+    assert max(r["model_calls_per_session"] or 0 for r in train + evals) >= 2, rows
