@@ -47,8 +47,19 @@ const PolicyVersionBody = z.object({
   version: z.union([PolicyVersionText, z.number().int().nonnegative()]).transform(String),
 });
 
+/** Where the version lives when the control API keeps it in the store for every proxy (control/shared-state.ts). */
+export interface StoredPolicyVersion {
+  refresh(): Promise<void>;
+  saveVersion(version: string, by: VersionSetter): Promise<void>;
+}
+
 /** `POST /admin/policy-version {version}`: the trainer announces a weight sync. Guarded by the admin credential. */
-export function mountAdmin(app: Hono, source: PolicyVersionSource, adminTokens: CredentialList): void {
+export function mountAdmin(
+  app: Hono,
+  source: PolicyVersionSource,
+  adminTokens: CredentialList,
+  stored: StoredPolicyVersion | null = null,
+): void {
   app.all("/admin/*", async (c, next) => {
     if (adminTokens.length === 0) {
       return c.json(
@@ -69,7 +80,11 @@ export function mountAdmin(app: Hono, source: PolicyVersionSource, adminTokens: 
     markAuthenticated(c.req.raw);
     await next();
   });
-  app.get("/admin/policy-version", (c) => c.json({ version: source.get() }));
+  app.get("/admin/policy-version", async (c) => {
+    const failed = await attempt(() => stored?.refresh());
+    if (failed) return c.json({ error: { message: failed } }, 503);
+    return c.json({ version: source.get() });
+  });
   app.post("/admin/policy-version", async (c) => {
     let raw: unknown;
     try {
@@ -88,7 +103,22 @@ export function mountAdmin(app: Hono, source: PolicyVersionSource, adminTokens: 
         400,
       );
     }
-    source.set(parsed.data.version);
+    // With the control API on, every proxy on the store takes it (the way to start a run over).
+    const failed = await attempt(async () => {
+      if (stored) await stored.saveVersion(parsed.data.version, "proxy");
+      else source.set(parsed.data.version);
+    });
+    if (failed) return c.json({ error: { message: failed } }, 503);
     return c.json({ version: parsed.data.version });
   });
+}
+
+/** Null when `fn` succeeded; else its message (the store could not be read or written). */
+async function attempt(fn: () => Promise<void> | undefined): Promise<string | null> {
+  try {
+    await fn();
+    return null;
+  } catch (err) {
+    return (err as Error).message;
+  }
 }

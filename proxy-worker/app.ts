@@ -4,6 +4,7 @@ import { type AuthConfig, authenticate, extractKey, isVerifiedToken, type Sessio
 import { openaiErrorEnvelope } from "./codecs/common/openai-error-envelope.ts";
 import { defaultCodecs } from "./codecs/registry.ts";
 import { createControlApp } from "./control/control-app.ts";
+import { SharedRuntimeState } from "./control/shared-state.ts";
 import { mountControlHint } from "./control-hint.ts";
 import { handleCountTokens } from "./count-tokens.ts";
 import { parseCredentials } from "./credentials.ts";
@@ -47,12 +48,17 @@ export function createProxyApp(deps: ProxyDeps): Hono {
     c.text(g.metrics.render(), 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" }),
   );
   mountAddressGate(app, g, deps);
-  mountAdmin(app, g.policyVersion, g.adminTokens);
+  mountAdmin(app, g.policyVersion, g.adminTokens, g.runtime);
   if (deps.control) {
-    const runtime = { replicas: g.replicas, policyVersion: g.policyVersion };
     app.route(
       "/",
-      createControlApp({ store: g.store, control: deps.control, clock: g.clock, log: g.log, runtime }),
+      createControlApp({
+        store: g.store,
+        control: deps.control,
+        clock: g.clock,
+        log: g.log,
+        runtime: g.runtime,
+      }),
     );
   } else mountControlHint(app);
   deps.extraRoutes?.(app);
@@ -83,6 +89,10 @@ function resolve(deps: ProxyDeps): Gateway {
     pv && typeof pv === "object" ? pv : memoryPolicyVersion(typeof pv === "string" ? pv : null);
   const replicas = withUpstreamLog(deps.replicas ?? new ReplicaSet([deps.upstream], {}, deps.clock), log);
   const configured = { ...deps.upstream, log: deps.upstream.log ?? log };
+  const clock = deps.clock ?? Date.now;
+  const runtime = deps.control?.runtimeState
+    ? new SharedRuntimeState({ store: deps.store, replicas, policyVersion, clock })
+    : null;
   return {
     store: deps.store,
     // Tokenizing and probes ask the configured upstream while it is in the replica set; once the
@@ -105,8 +115,9 @@ function resolve(deps: ProxyDeps): Gateway {
     allowRemoteImages: deps.allowRemoteImages === true,
     adminTokens: parseCredentials(deps.adminToken),
     policyVersion,
+    runtime,
     engineVersions: new EngineVersions(deps.engineVersions ?? engine.name === "vllm", deps.clock),
-    clock: deps.clock ?? Date.now,
+    clock,
     codecs: deps.codecs ?? defaultCodecs,
     log,
     captureRetry: deps.captureRetry ?? {},
@@ -163,7 +174,9 @@ async function dispatch(g: Gateway, request: Request): Promise<Response> {
   const { ticket } = admission;
   let answer: Response;
   try {
-    answer = await sessionCall(g, request, route, auth.identity, startedAt);
+    // Begun now, awaited before any engine is chosen: the read starts after the call arrived.
+    const fresh = freshRuntimeState(g);
+    answer = await sessionCall(g, request, route, auth.identity, startedAt, fresh);
   } catch (err) {
     ticket.release();
     throw err;
@@ -178,8 +191,13 @@ async function sessionCall(
   route: Exclude<Route, { kind: "unknown" }>,
   identity: SessionIdentity,
   startedAt: number,
+  fresh: Promise<string | null>,
 ): Promise<Response> {
-  if (route.kind === "list_models") return listModels(g, route.provider);
+  const staleState = async () => {
+    const why = await fresh;
+    return why === null ? null : providerError(g.codecs, route.provider, 503, why);
+  };
+  if (route.kind === "list_models") return (await staleState()) ?? listModels(g, route.provider);
   const vetted = await vetPolicyVersionHeader(
     request.headers,
     g.adminTokens,
@@ -193,6 +211,8 @@ async function sessionCall(
     g.fairShare.charge(identity, tokensOfBytes(body.received));
     return providerError(g.codecs, route.provider, body.status, body.message);
   }
+  const refused = await staleState();
+  if (refused) return refused;
   const url = new URL(request.url);
   const { path } = splitTokenPrefix(url.pathname);
   const ctx = { path, query: url.searchParams, pathModel: route.pathModel };
@@ -219,6 +239,23 @@ async function sessionCall(
     headers: vetted.headers,
     startedAt,
   });
+}
+
+/**
+ * The trainer's replica set and version as stored now (control/shared-state.ts), or why they could
+ * not be read: the call is then refused 503 before any engine sees it, since routing it by an older
+ * set or stamping an older version is the silent off-policy data the stored state exists to prevent.
+ */
+function freshRuntimeState(g: Gateway): Promise<string | null> {
+  if (!g.runtime) return Promise.resolve(null);
+  return g.runtime.refresh().then(
+    () => null,
+    (err: Error) => {
+      g.log(err.message);
+      // The store's location stays in the log: the client is a harness.
+      return "the proxy could not read the trainer's engine set and policy version from its store (retry)";
+    },
+  );
 }
 
 /**

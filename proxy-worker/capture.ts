@@ -8,7 +8,7 @@ import type { TokenChannel } from "../shared/token-channels.ts";
 import { recordedBody } from "../shared/upstream-request.ts";
 import type { SessionIdentity } from "./auth.ts";
 import { type EngineReading, isObject } from "./engines/engine.ts";
-import type { EngineVersionSpan } from "./engines/weight-version.ts";
+import type { EngineVersionOutcome, EngineVersionSpan } from "./engines/weight-version.ts";
 import { isKnownBlob, rememberBlob } from "./images/known-blobs.ts";
 
 export interface CaptureFacts {
@@ -35,6 +35,8 @@ export interface CaptureFacts {
   versionFromEngine?: boolean;
   /** Who named the proxy's version when the engine did not (admin.ts `VersionSetter`); default `proxy`. */
   versionSetBy?: "proxy" | "trainer";
+  /** Why an engine that reports versions did not name this call's, or why no version is known. */
+  versionNote?: string | null;
   sampling: CaptureSampling | null;
   parallelToolCallsDisabled: boolean;
   /** Token-in-token-out outcome and parent (docs/tito.md); absent when the mode is off. */
@@ -52,6 +54,16 @@ export function stampEngineVersions(f: CaptureFacts, span: EngineVersionSpan | n
   f.policyVersion = span.start;
   f.policyVersionEnd = span.end;
   f.versionFromEngine = true;
+  f.versionNote = null;
+}
+
+/**
+ * The engine's `/weight_info` reads around the call: its versions, or (a read failed) the reason,
+ * leaving the trainer's or proxy's version in place: the capture says which and why, never a guess.
+ */
+export function stampEngineRead(f: CaptureFacts, outcome: EngineVersionOutcome): void {
+  if (outcome.span) stampEngineVersions(f, outcome.span);
+  else if (outcome.failure !== null) f.versionNote = `the engine's /weight_info read ${outcome.failure}`;
 }
 
 /** Versions the engine put in its answer (SGLang), first token to last; null when it named none. */
@@ -108,6 +120,7 @@ export function buildCaptureRecord(f: CaptureFacts): CaptureRecord {
       : f.policyVersion !== null || f.policyVersionEnd !== null
         ? (f.versionSetBy ?? "proxy")
         : null,
+    ...(f.versionNote ? { policy_version_note: f.versionNote } : {}),
     sampling: f.sampling,
     parallel_tool_calls_disabled: f.parallelToolCallsDisabled,
     stream_status: f.streamStatus ?? "complete",

@@ -7,6 +7,7 @@ import type { PolicyVersionSource } from "./admin.ts";
 import type { AuthConfig } from "./auth.ts";
 import type { CodecRegistry } from "./codecs/registry.ts";
 import type { ControlDeps } from "./control/control-deps.ts";
+import type { SharedRuntimeState } from "./control/shared-state.ts";
 import type { CredentialList } from "./credentials.ts";
 import type { EngineAdapter, EngineName } from "./engines/engine.ts";
 import type { EngineVersions } from "./engines/weight-version.ts";
@@ -114,6 +115,11 @@ export interface Gateway {
   allowRemoteImages: boolean;
   adminTokens: CredentialList;
   policyVersion: PolicyVersionSource;
+  /**
+   * The trainer's replica set and version in the store, read by every model call (with the control
+   * API's runtime routes on); null: this proxy's own set and version are the state.
+   */
+  runtime: SharedRuntimeState | null;
   engineVersions: EngineVersions;
   clock: () => number;
   codecs: CodecRegistry;

@@ -6,6 +6,7 @@ import {
   type CaptureFacts,
   CaptureWriteError,
   requestBytes,
+  stampEngineRead,
   stampEngineVersions,
   versionsInAnswer,
   writeCapture,
@@ -85,6 +86,11 @@ export async function handleGenerate(g: Gateway, call: GenerateCall): Promise<Re
         viaIds?.body ?? chatRequest,
         g.engineVersions,
       );
+  // Read again once the engine answered: a trainer's update during the call shows as a change.
+  const versionEnd =
+    routed?.kind === "answered"
+      ? await versionNow(g, pinnedVersion)
+      : { version: versionAtStart, note: null };
   const facts: CaptureFacts = {
     captureId,
     identity: call.identity,
@@ -100,8 +106,9 @@ export async function handleGenerate(g: Gateway, call: GenerateCall): Promise<Re
     endedAt: g.clock(),
     reading: null,
     policyVersion: versionAtStart,
-    policyVersionEnd: pinnedVersion ?? g.policyVersion.get(),
+    policyVersionEnd: versionEnd.version,
     versionSetBy,
+    versionNote: versionEnd.note,
     sampling: samplingRecord(chatRequest, overrides, g.logprobsMode),
     parallelToolCallsDisabled: parallelToolCallsDisabled(g, provider, call.body, decoded.chat),
     replica: lease ? lease.replica.id : routed?.kind === "answered" ? routed.replica.id : null,
@@ -115,7 +122,7 @@ export async function handleGenerate(g: Gateway, call: GenerateCall): Promise<Re
     const engineVersionStart = await g.engineVersions.read(lease.replica.upstream);
     const liveCall = {
       engineVersionStart,
-      proxyVersionNow: () => pinnedVersion ?? g.policyVersion.get(),
+      proxyVersionNow: () => versionNow(g, pinnedVersion),
       codec,
       decoded,
       chatRequest,
@@ -144,7 +151,7 @@ export async function handleGenerate(g: Gateway, call: GenerateCall): Promise<Re
       routed.failedOver.map((r) => r.index),
     );
     upstream = viaIds ? viaIds.finish(routed.result) : routed.result;
-    stampEngineVersions(facts, routed.versions);
+    stampEngineRead(facts, routed.versions);
   }
 
   if (!upstream.ok) {
@@ -231,6 +238,28 @@ async function chargeImages(g: Gateway, call: GenerateCall, images: Uint8Array[]
       503,
       "the proxy could not check this session's image budget, so the call is not answered (retry)",
     );
+  }
+}
+
+/**
+ * The version a call ends under: pinned by its header, else the trainer's as stored now
+ * (control/shared-state.ts). A store that cannot say leaves this proxy's last known one, noted on
+ * the capture: the call itself was answered and must not fail for it.
+ */
+export async function versionNow(
+  g: Gateway,
+  pinned: string | null,
+): Promise<{ version: string | null; note: string | null }> {
+  if (pinned !== null || !g.runtime) return { version: pinned ?? g.policyVersion.get(), note: null };
+  try {
+    await g.runtime.refreshVersion();
+    return { version: g.policyVersion.get(), note: null };
+  } catch (err) {
+    g.log((err as Error).message);
+    return {
+      version: g.policyVersion.get(),
+      note: "the trainer's version at the end of the call could not be read from the store; policy_version_end is the last one this proxy read",
+    };
   }
 }
 

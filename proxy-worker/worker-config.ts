@@ -223,6 +223,8 @@ function controlFromEnv(
     }),
     presignGet,
     presignExpiresSeconds: vars.PRESIGN_EXPIRES_S,
+    // Kept in the store and read per call, so every isolate routes and stamps alike.
+    runtimeState: true,
   };
 }
 

@@ -24,6 +24,12 @@ export const keys = {
   /** Harness artifacts (e.g. Codex session logs) kept by POSTRUN, per attempt. */
   artifactsOfAttempt: (taskId: string, sessionId: string, attempt: number) =>
     `artifacts/${assertValidId(taskId, "task_id")}/${assertValidId(sessionId, "session_id")}/${Math.trunc(attempt)}/`,
+  /**
+   * What a trainer set through the control API, read by every proxy on every model call
+   * (docs/control-api.md "Where this state lives"): the engine replica set and the policy version.
+   */
+  runtimeReplicas: () => "control/replicas.json",
+  runtimePolicyVersion: () => "control/policy-version.json",
   /** Image objects and bytes one session attempt added to the store (proxy-worker/images/session-budget.ts). */
   imageBudget: (taskId: string, sessionId: string, attempt: number) =>
     `image-budget/${assertValidId(taskId, "task_id")}/${assertValidId(sessionId, "session_id")}/${Math.trunc(attempt)}.json`,

@@ -16,6 +16,7 @@ import { errorBody } from "./error-body.ts";
 import { mountPolicyVersionRoutes } from "./policy-version-api.ts";
 import { mountReplicaRoutes } from "./replicas-api.ts";
 import { cancelRoute, statusRoute, submitRoute, trajectoriesRoute } from "./routes.ts";
+import { SharedStateError } from "./shared-state.ts";
 import { taskStatus } from "./task-status.ts";
 
 export interface ControlAppOptions {
@@ -23,8 +24,8 @@ export interface ControlAppOptions {
   control: ControlDeps;
   clock: () => number;
   log: (message: string) => void;
-  /** The gateway's replica set and version; the runtime routes change them when `control.runtimeState` is on. */
-  runtime: RuntimeState;
+  /** The replica set and version the runtime routes change; null: they answer 501. */
+  runtime: RuntimeState | null;
 }
 
 /** A TaskRequest is small; this bounds what an authenticated client can make the proxy parse. */
@@ -70,9 +71,10 @@ export function createControlApp(opts: ControlAppOptions): OpenAPIHono {
   app.use("/v1/tasks", guard, bodyLimit({ maxSize: MAX_TASK_BYTES, onError: tooLarge }), shallowJson);
   app.use("/v1/tasks/*", guard);
   const runtimeBody = bodyLimit({ maxSize: MAX_RUNTIME_BODY_BYTES, onError: tooLargeRuntime });
-  app.use("/v1/replicas", guard, runtimeBody);
-  app.use("/v1/policy-version", guard, runtimeBody);
-  const runtime = control.runtimeState ? opts.runtime : null;
+  const runtime = opts.runtime;
+  const fresh = freshRuntime(runtime, log);
+  app.use("/v1/replicas", guard, runtimeBody, fresh);
+  app.use("/v1/policy-version", guard, runtimeBody, fresh);
   mountReplicaRoutes(app, runtime, clock);
   mountPolicyVersionRoutes(app, runtime);
 
@@ -191,6 +193,25 @@ const shallowJson: MiddlewareHandler = async (c, next) => {
   }
   await next();
 };
+
+/**
+ * The runtime routes answer from the stored set and version, read after the call arrived (a
+ * check like "no lower version" must see what other proxies wrote). 503 if the store cannot say.
+ */
+function freshRuntime(runtime: RuntimeState | null, log: (message: string) => void): MiddlewareHandler {
+  return async (c, next) => {
+    if (runtime) {
+      try {
+        await runtime.refresh();
+      } catch (err) {
+        if (!(err instanceof SharedStateError)) throw err;
+        log(err.message);
+        return c.json(errorBody(err.message), 503);
+      }
+    }
+    await next();
+  };
+}
 
 function tooLarge(c: Context): Response {
   return c.json(errorBody(`a task body must be at most ${MAX_TASK_BYTES} bytes`), 413);

@@ -1,5 +1,5 @@
 import type { JobSender } from "../../shared/queue/job-sender.ts";
-import type { PolicyVersionSource } from "../admin.ts";
+import type { PolicyVersionSource, VersionSetter } from "../admin.ts";
 import type { ReplicaSet } from "../routing/replicas.ts";
 
 /** What the host hands `createProxyApp` to turn on the task control API (`/v1/tasks`). */
@@ -21,15 +21,23 @@ export interface ControlDeps {
   /** Lifetime of presigned URLs. Default 3600 s. */
   presignExpiresSeconds?: number;
   /**
-   * The host is one long-lived process (Node): `/v1/replicas` and `/v1/policy-version` change the
-   * replica set and the version held in its memory. Off (501) in the Worker, where each isolate
-   * would keep its own copy and calls would land on whichever isolate serves them.
+   * `/v1/replicas` and `/v1/policy-version` on: what they set is kept in the store
+   * (`control/shared-state.ts`) and read by every model call, so every proxy and Worker isolate on
+   * the same store routes and stamps alike. Off: they answer 501.
    */
   runtimeState?: boolean;
 }
 
-/** What `/v1/replicas` and `/v1/policy-version` change: the gateway's own replica set and version. */
+/**
+ * What `/v1/replicas` and `/v1/policy-version` change: the replica set and version every proxy on
+ * the store reads. `replicas` and `policyVersion` are this proxy's copies, current after `refresh`.
+ */
 export interface RuntimeState {
   replicas: ReplicaSet;
   policyVersion: PolicyVersionSource;
+  /** Reads the stored set and version (a read begun after this call). */
+  refresh(): Promise<void>;
+  /** Stores the set (every proxy's next call routes by it), then applies it here. */
+  saveReplicas(urls: readonly string[]): Promise<void>;
+  saveVersion(version: string, by: VersionSetter): Promise<void>;
 }

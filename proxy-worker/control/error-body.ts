@@ -3,10 +3,10 @@ export function errorBody(message: string) {
   return { error: { message } };
 }
 
-/** The answer of the runtime routes where the host keeps no state between requests (the Worker). */
+/** The answer of the runtime routes on a host started without them (`ControlDeps.runtimeState` off). */
 export function noRuntimeState() {
   return errorBody(
-    "this host keeps no replica set or policy version between requests (a Worker isolate): list the replicas " +
+    "this proxy was started without the runtime routes (runtimeState): list the replicas " +
       "in UPSTREAM_URLS and name versions with x-polar-policy-version or an engine that reports them " +
       '(docs/control-api.md "Engines and versions the trainer owns")',
   );

@@ -2,6 +2,7 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { RuntimeState } from "./control-deps.ts";
 import { errorBody, noRuntimeState } from "./error-body.ts";
 import { getPolicyVersionRoute, setPolicyVersionRoute } from "./routes.ts";
+import { SharedStateError } from "./shared-state.ts";
 
 /**
  * `/v1/policy-version`: the trainer names the weights it just synced, for engines that report no
@@ -16,7 +17,7 @@ export function mountPolicyVersionRoutes(app: OpenAPIHono, state: RuntimeState |
     return c.json({ version: source.get(), set_by: source.setBy?.() ?? "proxy" }, 200);
   });
 
-  app.openapi(setPolicyVersionRoute, (c) => {
+  app.openapi(setPolicyVersionRoute, async (c) => {
     if (!state) return c.json(noRuntimeState(), 501);
     const { version } = c.req.valid("json");
     const source = state.policyVersion;
@@ -32,8 +33,15 @@ export function mountPolicyVersionRoutes(app: OpenAPIHono, state: RuntimeState |
         409,
       );
     }
-    // Checked and set in one turn of the event loop: two trainers racing cannot both pass the check.
-    source.set(String(version), "trainer");
+    // Checked against the stored version (read after this call arrived), then stored: one trainer's
+    // calls, through any proxy, only go forward. Two trainers racing through two proxies are not
+    // ordered against each other (the store has no compare-and-set); one trainer owns the version.
+    try {
+      await state.saveVersion(String(version), "trainer");
+    } catch (err) {
+      if (!(err instanceof SharedStateError)) throw err;
+      return c.json(errorBody(err.message), 503);
+    }
     return c.json({ version: String(version), set_by: "trainer" as const, previous }, 200);
   });
 }

@@ -9,6 +9,7 @@ import {
   removeReplicaRoute,
   replaceReplicasRoute,
 } from "./routes.ts";
+import { SharedStateError } from "./shared-state.ts";
 
 /**
  * `/v1/replicas`: a trainer that starts its own engines (verl's, NeMo RL's replicas, known only at
@@ -29,11 +30,9 @@ export function mountReplicaRoutes(app: OpenAPIHono, state: RuntimeState | null,
     if (set.get(url)) return c.json({ replicas: listed(set, clock), added: [], removed: [] }, 200);
     const failed = await unreachable(set, [url]);
     if (failed) return c.json(errorBody(failed), 422);
-    const { replica, added } = set.add(url);
-    return c.json(
-      { replicas: listed(set, clock), added: added ? [replica.id] : [], removed: [] },
-      added ? 201 : 200,
-    );
+    const failedToStore = await stored(state.saveReplicas([...idsOf(set.replicas), replicaId(url)]));
+    if (failedToStore) return c.json(errorBody(failedToStore), 503);
+    return c.json({ replicas: listed(set, clock), added: [replicaId(url)], removed: [] }, 201);
   });
 
   app.openapi(replaceReplicasRoute, async (c) => {
@@ -48,21 +47,28 @@ export function mountReplicaRoutes(app: OpenAPIHono, state: RuntimeState | null,
       urls.filter((u) => !set.get(u)),
     );
     if (failed) return c.json(errorBody(failed), 422);
-    const { added, removed } = set.replace(urls);
-    return c.json({ replicas: listed(set, clock), added: idsOf(added), removed: idsOf(removed) }, 200);
+    const before = idsOf(set.replicas);
+    const failedToStore = await stored(state.saveReplicas(urls));
+    if (failedToStore) return c.json(errorBody(failedToStore), 503);
+    const added = ids.filter((id) => !before.includes(id));
+    const removed = before.filter((id) => !ids.includes(id));
+    return c.json({ replicas: listed(set, clock), added, removed }, 200);
   });
 
-  app.openapi(removeReplicaRoute, (c) => {
+  app.openapi(removeReplicaRoute, async (c) => {
     if (!state) return c.json(noRuntimeState(), 501);
     const { url } = c.req.valid("json");
     const set = state.replicas;
+    let rest: string[];
     try {
-      const gone = set.remove(url);
-      return c.json({ replicas: listed(set, clock), added: [], removed: [gone.id] }, 200);
+      rest = set.without(url);
     } catch (err) {
       if (!(err instanceof ReplicaSetError)) throw err;
       return c.json(errorBody(err.message), err.reason === "unknown" ? 404 : 409);
     }
+    const failedToStore = await stored(state.saveReplicas(rest));
+    if (failedToStore) return c.json(errorBody(failedToStore), 503);
+    return c.json({ replicas: listed(set, clock), added: [], removed: [replicaId(url)] }, 200);
   });
 }
 
@@ -90,6 +96,20 @@ function listed(set: ReplicaSet, clock: () => number) {
   }));
 }
 
-function idsOf(replicas: Replica[]): string[] {
+function idsOf(replicas: readonly Replica[]): string[] {
   return replicas.map((r) => r.id);
+}
+
+/**
+ * Null once the change is in the store (every proxy's next call sees it); else why not, for a 503:
+ * nothing changed anywhere.
+ */
+async function stored(save: Promise<void>): Promise<string | null> {
+  try {
+    await save;
+    return null;
+  } catch (err) {
+    if (!(err instanceof SharedStateError)) throw err;
+    return err.message;
+  }
 }

@@ -78,7 +78,11 @@ export const trajectoriesRoute = createRoute({
 const badBody = json(ErrorBody, "the body is not valid; the message names the field");
 const noRuntimeState = json(
   ErrorBody,
-  "this host keeps no replica set or version between requests (the Worker): see docs/control-api.md",
+  "this host was started without runtime state (ControlDeps.runtimeState): see docs/control-api.md",
+);
+const storeDown = json(
+  ErrorBody,
+  "the store holding the replica set and version could not be read or written; nothing was changed (retry)",
 );
 
 export const listReplicasRoute = createRoute({
@@ -86,7 +90,12 @@ export const listReplicasRoute = createRoute({
   path: "/v1/replicas",
   summary: "The engine replicas the proxy routes model calls to, with their health",
   security,
-  responses: { 200: json(ReplicasBody, "the replica set"), 401: unauthorized, 501: noRuntimeState },
+  responses: {
+    200: json(ReplicasBody, "the replica set"),
+    401: unauthorized,
+    501: noRuntimeState,
+    503: storeDown,
+  },
 });
 
 export const registerReplicaRoute = createRoute({
@@ -102,6 +111,7 @@ export const registerReplicaRoute = createRoute({
     401: unauthorized,
     422: json(ErrorBody, "the replica did not answer GET /health; the message names it"),
     501: noRuntimeState,
+    503: storeDown,
   },
 });
 
@@ -117,6 +127,7 @@ export const replaceReplicasRoute = createRoute({
     401: unauthorized,
     422: json(ErrorBody, "a new replica did not answer GET /health; the message names it"),
     501: noRuntimeState,
+    503: storeDown,
   },
 });
 
@@ -133,6 +144,7 @@ export const removeReplicaRoute = createRoute({
     404: json(ErrorBody, "no such replica in the set"),
     409: json(ErrorBody, "it is the only replica left"),
     501: noRuntimeState,
+    503: storeDown,
   },
 });
 
@@ -141,7 +153,12 @@ export const getPolicyVersionRoute = createRoute({
   path: "/v1/policy-version",
   summary: "The policy version stamped on captures whose engine reports none",
   security,
-  responses: { 200: json(PolicyVersionAnswer, "the version"), 401: unauthorized, 501: noRuntimeState },
+  responses: {
+    200: json(PolicyVersionAnswer, "the version"),
+    401: unauthorized,
+    501: noRuntimeState,
+    503: storeDown,
+  },
 });
 
 export const setPolicyVersionRoute = createRoute({
@@ -158,5 +175,6 @@ export const setPolicyVersionRoute = createRoute({
     401: unauthorized,
     409: json(ErrorBody, "the version is lower than the current one"),
     501: noRuntimeState,
+    503: storeDown,
   },
 });

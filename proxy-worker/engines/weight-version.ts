@@ -24,6 +24,18 @@ export interface EngineVersionSpan {
   end: string;
 }
 
+/**
+ * One read of `/weight_info`: the version (null: the engine does not report one, or is not asked),
+ * or why the engine did not say (a timeout, a 5xx, a refused connection).
+ */
+export type EngineVersionRead = { ok: true; version: string | null } | { ok: false; why: string };
+
+/** What a call's two reads name: both versions, or neither and why (`failure` null: not reported). */
+export interface EngineVersionOutcome {
+  span: EngineVersionSpan | null;
+  failure: string | null;
+}
+
 export class EngineVersions {
   private readonly absentUntil = new WeakMap<Upstream, number>();
   readonly enabled: boolean;
@@ -36,29 +48,39 @@ export class EngineVersions {
     this.timeoutMs = timeoutMs;
   }
 
-  /** The version the engine serves now, or null when it does not say (or is not asked). */
-  async read(up: Upstream): Promise<string | null> {
-    if (!this.enabled) return null;
+  /** The version the engine serves now; null when it does not say (or is not asked); or why the read failed. */
+  async read(up: Upstream): Promise<EngineVersionRead> {
+    if (!this.enabled) return { ok: true, version: null };
     const until = this.absentUntil.get(up);
-    if (until !== undefined && this.clock() < until) return null;
+    if (until !== undefined && this.clock() < until) return { ok: true, version: null };
     // Quiet: an engine without the route is the common case, not a failure worth a log line.
     const res = await getJson({ ...up, log: undefined, timeoutMs: this.timeoutMs }, "/weight_info");
     if (res.ok && typeof res.body.weight_version === "string") {
       this.absentUntil.delete(up);
-      return res.body.weight_version;
+      return { ok: true, version: res.body.weight_version };
     }
     // Only an engine that answered without a version lacks the route. A busy engine that was slow
     // to answer (504) or an unreachable one is asked again on the next call: remembering it as
     // versionless would strip the version from a minute of captures that its engine did report.
     if (res.ok || (res.status !== 502 && res.status !== 504 && res.status < 500)) {
       this.absentUntil.set(up, this.clock() + RECHECK_MS);
+      return { ok: true, version: null };
     }
-    return null;
+    return { ok: false, why: res.message };
   }
 
-  /** The end of a call whose start the engine named: its version now (the start's if it no longer says). */
-  async end(up: Upstream, start: string | null): Promise<EngineVersionSpan | null> {
-    if (start === null) return null;
-    return { start, end: (await this.read(up)) ?? start };
+  /**
+   * The end of a call, given its start: both versions (the end one is the start's if the engine
+   * no longer says), or no span when the engine reports none. A read that failed at either end
+   * gives no span and says why: the capture then takes the trainer's version, or none, with the
+   * reason (docs/engines.md "Versions under load"); never a guess.
+   */
+  async end(up: Upstream, start: EngineVersionRead | null): Promise<EngineVersionOutcome> {
+    if (start === null) return { span: null, failure: null };
+    if (!start.ok) return { span: null, failure: `before the call: ${start.why}` };
+    if (start.version === null) return { span: null, failure: null };
+    const now = await this.read(up);
+    if (!now.ok) return { span: null, failure: `after the call: ${now.why}` };
+    return { span: { start: start.version, end: now.version ?? start.version }, failure: null };
   }
 }

@@ -1,6 +1,7 @@
 /**
  * The engine replicas behind one proxy: health, in-flight counts, the session -> replica memory,
- * and back-pressure. A call takes a slot on one replica (`acquire`), waits up to `queueWaitMs`
+ * and back-pressure. All of it is this proxy's own; which replicas are in the set is what the
+ * trainer stored, when it stored one (control/shared-state.ts applies it with `replace`). A call takes a slot on one replica (`acquire`), waits up to `queueWaitMs`
  * for one when its replica is full, and is refused with a retry-after otherwise, before anything
  * reaches an engine: a refused call has generated nothing, so no capture can be lost.
  */
@@ -119,17 +120,26 @@ export class ReplicaSet {
    * last replica cannot go (the proxy would have no engine): `replace` swaps a whole set instead.
    */
   remove(id: string): Replica {
+    this.without(id);
     const at = this.replicas.findIndex((r) => r.id === replicaId(id));
-    if (at < 0) throw new ReplicaSetError(`no replica ${replicaId(id)} in the set`, "unknown");
+    const [gone] = this.replicas.splice(at, 1);
+    // Sessions held there are placed again on their next call (they are not in the healthy set).
+    this.wake();
+    return gone;
+  }
+
+  /**
+   * The ids the set would keep without `id`, changing nothing (the control API stores them for
+   * every proxy first): `unknown` if it is not in the set, `last` if it is the only one.
+   */
+  without(id: string): string[] {
+    if (!this.get(id)) throw new ReplicaSetError(`no replica ${replicaId(id)} in the set`, "unknown");
     if (this.replicas.length === 1)
       throw new ReplicaSetError(
         `${replicaId(id)} is the only replica: register another first, or replace the set in one call`,
         "last",
       );
-    const [gone] = this.replicas.splice(at, 1);
-    // Sessions held there are placed again on their next call (they are not in the healthy set).
-    this.wake();
-    return gone;
+    return this.replicas.filter((r) => r.id !== replicaId(id)).map((r) => r.id);
   }
 
   /**

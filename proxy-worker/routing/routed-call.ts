@@ -7,9 +7,11 @@
 
 import { UPSTREAM_SESSION_HEADER } from "../../shared/upstream-session.ts";
 import type { SessionIdentity } from "../auth.ts";
-import type { EngineVersionSpan, EngineVersions } from "../engines/weight-version.ts";
+import type { EngineVersionOutcome, EngineVersionRead, EngineVersions } from "../engines/weight-version.ts";
 import { postJson, type SendInit, type Upstream, type UpstreamResult } from "../upstream.ts";
 import type { Replica, ReplicaSet } from "./replicas.ts";
+
+const NO_VERSIONS: EngineVersionOutcome = { span: null, failure: null };
 
 export type RoutedResult =
   | {
@@ -17,8 +19,8 @@ export type RoutedResult =
       result: UpstreamResult;
       replica: Replica;
       failedOver: Replica[];
-      /** The answering engine's own weight versions before and after the call, when it reports them. */
-      versions: EngineVersionSpan | null;
+      /** The answering engine's own weight versions before and after the call, or why it did not say. */
+      versions: EngineVersionOutcome;
     }
   | { kind: "refused"; retryAfterSeconds: number; message: string };
 
@@ -31,7 +33,7 @@ export async function postRouted(
 ): Promise<RoutedResult> {
   const tried = new Set<string>();
   const failedOver: Replica[] = [];
-  let last: { result: UpstreamResult; replica: Replica; versions: null } | null = null;
+  let last: { result: UpstreamResult; replica: Replica; versions: EngineVersionOutcome } | null = null;
   for (;;) {
     const got = await set.acquire(identity, tried);
     if (!got.ok) {
@@ -42,7 +44,7 @@ export async function postRouted(
     const { replica } = got.lease;
     const watch = watched(replica.upstream);
     let result: UpstreamResult;
-    let start: string | null = null;
+    let start: EngineVersionRead | null = null;
     try {
       // Read on the replica that will sample, before it starts: names the weights of the first token.
       start = versions ? await versions.read(replica.upstream) : null;
@@ -57,11 +59,11 @@ export async function postRouted(
       got.lease.release("failed");
       tried.add(replica.id);
       failedOver.push(replica);
-      last = { result, replica, versions: null };
+      last = { result, replica, versions: NO_VERSIONS };
       continue;
     }
     got.lease.release(watch.outcome === "timeout" ? "failed" : "ok");
-    const span = versions && result.ok ? await versions.end(replica.upstream, start) : null;
+    const span = versions && result.ok ? await versions.end(replica.upstream, start) : NO_VERSIONS;
     return { kind: "answered", result, replica, failedOver, versions: span };
   }
 }

@@ -4,6 +4,7 @@ import {
   type CaptureFacts,
   CaptureWriteError,
   requestBytes,
+  stampEngineRead,
   stampEngineVersions,
   versionsInAnswer,
   writeCapture,
@@ -12,6 +13,7 @@ import type { ChatRequest } from "../chat/types.ts";
 import type { DecodedRequest, ProviderCodec } from "../codecs/codec.ts";
 import type { Gateway } from "../deps.ts";
 import { clientAskedLogprobs, isObject } from "../engines/engine.ts";
+import type { EngineVersionRead } from "../engines/weight-version.ts";
 import { costOfCall } from "../fair-share/session-limiter.ts";
 import { providerError } from "../provider-error.ts";
 import {
@@ -42,10 +44,10 @@ export interface LiveCall {
   release(outcome: "ok" | "failed"): void;
   /** Counts and logs a capture whose engine answer lacked ids (shared with the non-streamed path). */
   noteMissingIds(facts: CaptureFacts): void;
-  /** The engine's weight version read before the stream started (engines/weight-version.ts), if it reports one. */
-  engineVersionStart: string | null;
-  /** The proxy's policy version now (pinned by the call's header, else the current one). */
-  proxyVersionNow(): string | null;
+  /** The engine's weight version read before the stream started (engines/weight-version.ts), or why not. */
+  engineVersionStart: EngineVersionRead;
+  /** The proxy's policy version now (pinned by the call's header, else the trainer's as stored), with a note if unread. */
+  proxyVersionNow(): Promise<{ version: string | null; note: string | null }>;
 }
 
 const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" };
@@ -116,8 +118,10 @@ async function stream(
   /** Stores the capture; on a store failure returns the reason instead of throwing. */
   const store = async (): Promise<string | null> => {
     facts.endedAt = g.clock();
-    facts.policyVersionEnd = call.proxyVersionNow();
-    stampEngineVersions(facts, await g.engineVersions.end(up, call.engineVersionStart));
+    const end = await call.proxyVersionNow();
+    facts.policyVersionEnd = end.version;
+    if (end.note) facts.versionNote = end.note;
+    stampEngineRead(facts, await g.engineVersions.end(up, call.engineVersionStart));
     const record = buildCaptureRecord(facts);
     g.fairShare.charge(facts.identity, costOfCall(record, requestBytes(facts)));
     // Counted as generate.ts counts the other calls: a live stream's outcome is no less an outcome.

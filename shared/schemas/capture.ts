@@ -89,6 +89,12 @@ export const CaptureRecord = z.object({
    * on captures written before the field.
    */
   policy_version_source: z.enum(["engine", "trainer", "proxy"]).nullable().optional(),
+  /**
+   * Why the versions are not the engine's own although it reports them (its `/weight_info` read
+   * timed out or failed before or after the call), or why they are unknown: the versions are then
+   * the trainer's or proxy's (`policy_version_source`), or null. Absent when nothing went wrong.
+   */
+  policy_version_note: z.string().max(2000).nullable().optional(),
   /** Effective sampling and logprob semantics; null on captures written before it existed. */
   sampling: CaptureSampling.nullable().default(null),
   /**

@@ -49,25 +49,46 @@ describe("EngineVersions", () => {
     const { up, reads } = engine(["slow", "down", "7"]);
     const versions = new EngineVersions(true, Date.now, 1_000);
     // The read waits its timeout (1 s here) before giving up.
-    expect(await versions.read(up)).toBeNull();
-    expect(await versions.read(up)).toBeNull();
-    expect(await versions.read(up)).toBe("7");
+    expect(await versions.read(up)).toEqual({
+      ok: false,
+      why: "the upstream did not answer /weight_info within 1000 ms",
+    });
+    expect(await versions.read(up)).toMatchObject({ ok: false });
+    expect(await versions.read(up)).toEqual({ ok: true, version: "7" });
     expect(reads()).toBe(3);
   }, 10_000);
 
   it("waits for a busy engine that answers after 6 s (vLLM on loaded CPU cores)", async () => {
     const { up } = engine(["4"], 6_000);
-    expect(await new EngineVersions(true).read(up)).toBe("4");
+    expect(await new EngineVersions(true).read(up)).toEqual({ ok: true, version: "4" });
   }, 20_000);
 
   it("remembers an engine without the route for a minute", async () => {
     let now = 0;
     const { up, reads } = engine([404, "3"]);
     const versions = new EngineVersions(true, () => now);
-    expect(await versions.read(up)).toBeNull();
-    expect(await versions.read(up)).toBeNull();
+    expect(await versions.read(up)).toEqual({ ok: true, version: null });
+    expect(await versions.read(up)).toEqual({ ok: true, version: null });
     expect(reads()).toBe(1);
     now = 61_000;
-    expect(await versions.read(up)).toBe("3");
+    expect(await versions.read(up)).toEqual({ ok: true, version: "3" });
+  });
+
+  it("names no span, and says why, when a read around the call failed (never the start's as a guess)", async () => {
+    const versions = new EngineVersions(true, Date.now, 200);
+    const before = engine(["slow"]);
+    expect(await versions.end(before.up, await versions.read(before.up))).toEqual({
+      span: null,
+      failure: "before the call: the upstream did not answer /weight_info within 200 ms",
+    });
+    const after = engine(["5", "down"]);
+    const outcome = await versions.end(after.up, await versions.read(after.up));
+    expect(outcome.span).toBeNull();
+    expect(outcome.failure).toMatch(/^after the call: /);
+    const fine = engine(["5", "6"]);
+    expect(await versions.end(fine.up, await versions.read(fine.up))).toEqual({
+      span: { start: "5", end: "6" },
+      failure: null,
+    });
   });
 });
