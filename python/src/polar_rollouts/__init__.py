@@ -1,7 +1,7 @@
 """Read Polar rollouts (shards and results, from a directory or S3) and feed them to trainers."""
 
 from .client import ControlApiError, ControlClient, TaskFailed
-from .images import ImageMissingError, image_key, load_images, read_images
+from .images import BadImageError, ImageMissingError, image_key, load_images, read_images
 from .groups import TraceFilter, filter_traces, group_by, grpo_advantages, staleness
 from .results import SessionResult, parse_result, read_result, read_results
 from .shards import iter_shards, parse_shard_jsonl, parse_shard_parquet, read_shard, read_shard_file
@@ -9,6 +9,7 @@ from .store import DirectoryStore, S3Store, Store, open_store
 from .trace import ShardFormatError, StepReward, Trace, VersionSpan
 
 __all__ = [
+    "BadImageError",
     "ControlApiError",
     "ControlClient",
     "ImageMissingError",

@@ -74,6 +74,9 @@ class Trace:
     step_rewards: list[StepReward] | None = None
     # SHA-256 of each image in the token sequence, engine order (``polar_rollouts.images`` reads them).
     image_hashes: list[str] = field(default_factory=list)
+    # Set by the adapters' image reading (``polar_rollouts.images``) when this trace's images do not
+    # load within bounds; such a trace is left out of the batch. Not a shard column.
+    image_error: str | None = None
 
     @property
     def input_ids(self) -> npt.NDArray[np.int64]:

@@ -56,10 +56,12 @@ def to_hf_rows(
     ``loss_mask``), ``sampling_per_token_logps`` (the engine's; ``sampling_logprobs=False`` leaves
     them out), ``advantages`` (Polar's session-rule GRPO advantage); when a trace has images
     (read from ``image_store``), every row gets TRL's ``images`` column (PIL images, engine order;
-    ``[]`` for a row without). A trace without a reward or logprobs is refused by name."""
+    ``[]`` for a row without); a trace whose images do not load within the reader's bounds is left
+    out and marked (``Trace.image_error``). A trace without a reward or logprobs is refused by name."""
+    # First: a trace whose images do not load is left out (and marked), not the batch failed.
+    traces, images = traces_images(traces, image_store, "to_hf_rows")
     require_rewards(traces)
     advantages = grpo_advantages(traces)
-    images = traces_images(traces, image_store, "to_hf_rows")
     rows = []
     for i, (t, a) in enumerate(zip(traces, advantages)):
         r: dict[str, Any] = {

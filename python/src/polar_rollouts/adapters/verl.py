@@ -70,13 +70,16 @@ def to_verl_tensors(
     ``AgentLoopOutput.multi_modal_data``) and, with ``image_processor`` (the model processor's
     ``image_processor``), ``multi_modal_inputs`` (its ``pixel_values``, ``image_grid_thw`` and
     ``images_seqlens`` per row, as verl's ``_compute_multi_modal_inputs`` builds them; ``{}`` for a
-    row without images). A trace without a reward (or without logprobs, when they are asked for)
+    row without images). A trace whose images do not load within the reader's bounds is left out
+    and marked (``Trace.image_error``; ``polar_rollouts.images``). A trace without a reward (or without logprobs, when they are asked for)
     is refused by name; a trace longer than a limit is refused, not cut.
     """
     torch = import_extra("torch", extra="torch", needed_by="to_verl_tensors")
 
     if not traces:
         raise ValueError("no traces")
+    # First: a trace whose images do not load is left out (and marked), not the batch failed.
+    traces, images = traces_images(traces, image_store, "to_verl_tensors")
     rewards = require_rewards(traces)
     lps = [behaviour_logprobs(t, raw_logprobs=raw_logprobs) for t in traces] if rollout_logprobs else None
     if logprobs_as_old_log_probs and lps is None:
@@ -135,7 +138,6 @@ def to_verl_tensors(
         "crossed_weight_update": np.array([t.crossed_weight_update for t in traces], dtype=object),
         "policy_version": np.array([t.policy_version for t in traces], dtype=object),
     }
-    images = traces_images(traces, image_store, "to_verl_tensors")
     if images is not None:
         non_tensors["multi_modal_data"] = _objects([{"images": imgs} if imgs else {} for imgs in images])
         if image_processor is not None:
