@@ -1,10 +1,12 @@
+import { dockerfileInstructions, dockerfileRefusals } from "../runtime/dockerfile-policy.ts";
 import { HarborTaskRefused } from "./harbor-refusal.ts";
 
 /**
  * What Polar takes from a Harbor task's `environment/Dockerfile`. Built (the default, as Harbor
- * does: image-build.ts builds it with the runner's container engine), every instruction is the
- * builder's business and only the final stage's `FROM` and `WORKDIR` are read here: the WORKDIR is
- * the image path the agent's work dir stands in for. Not built (`import-harbor --no-build`: the
+ * does: image-build.ts builds it with the runner's container engine), it must hold only what
+ * runtime/dockerfile-policy.ts lets a build use (no build mounts, no remote ADD, no heredocs...;
+ * refused here at import and again by the runner before it builds), and only the final stage's
+ * `FROM` and `WORKDIR` are read here: the WORKDIR is the image path the agent's work dir stands in for. Not built (`import-harbor --no-build`: the
  * task runs in the runner's own runtime), only a Dockerfile that changes nothing a build would make
  * is accepted: `FROM` (recorded, not pulled), `WORKDIR`, `ENV` (into runtime.env), `LABEL`, `ARG`
  * and comments; any other instruction is refused naming its line.
@@ -18,29 +20,6 @@ export interface DockerfileFacts {
 }
 
 const KEPT = new Set(["FROM", "WORKDIR", "ENV", "LABEL", "ARG"]);
-
-/** Instructions with their first line number; continuation lines (`\`) joined, comments dropped. */
-function instructions(text: string): { line: number; keyword: string; args: string }[] {
-  const out: { line: number; keyword: string; args: string }[] = [];
-  let pending: { line: number; text: string } | null = null;
-  text.split(/\r?\n/).forEach((raw, i) => {
-    const trimmed = raw.trim();
-    if (pending === null && (trimmed === "" || trimmed.startsWith("#"))) return;
-    if (pending !== null && trimmed.startsWith("#")) return;
-    const part = trimmed.endsWith("\\") ? trimmed.slice(0, -1) : trimmed;
-    pending = pending ? { line: pending.line, text: `${pending.text} ${part}` } : { line: i + 1, text: part };
-    if (trimmed.endsWith("\\")) return;
-    const m = /^(\S+)\s*(.*)$/.exec(pending.text) as RegExpExecArray;
-    out.push({ line: pending.line, keyword: m[1].toUpperCase(), args: m[2].trim() });
-    pending = null;
-  });
-  if (pending !== null) {
-    const p = pending as { line: number; text: string };
-    const m = /^(\S+)\s*(.*)$/.exec(p.text) as RegExpExecArray;
-    out.push({ line: p.line, keyword: m[1].toUpperCase(), args: m[2].trim() });
-  }
-  return out;
-}
 
 function unquote(v: string): string {
   return /^"(.*)"$/.test(v) || /^'(.*)'$/.test(v) ? v.slice(1, -1) : v;
@@ -80,14 +59,21 @@ function fromArgs(args: string): { image: string; name: string | null } {
 export function readDockerfile(
   text: string,
   file = "environment/Dockerfile",
-  opts: { build?: boolean } = {},
+  opts: { build?: boolean; builtByRunner?: boolean } = {},
 ): DockerfileFacts {
+  if (opts.builtByRunner) {
+    const refusals = dockerfileRefusals(text);
+    if (refusals.length)
+      throw new HarborTaskRefused(
+        `${file}: the runner would not build this Dockerfile:\n${refusals.map((r) => `${file} ${r}`).join("\n")}`,
+      );
+  }
   const facts: DockerfileFacts = { from: null, workdir: null, env: {}, bases: [] };
   /** Stage name -> its WORKDIR, so `FROM stage` inherits it. */
   const stageWorkdirs = new Map<string, string | null>();
   let stage: string | null = null;
   let stages = 0;
-  for (const { line, keyword, args } of instructions(text)) {
+  for (const { line, keyword, args } of dockerfileInstructions(text)) {
     const where = `${file}:${line}`;
     if (!opts.build && !KEPT.has(keyword)) {
       throw new HarborTaskRefused(

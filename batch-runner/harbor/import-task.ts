@@ -112,6 +112,7 @@ export async function importHarborTask(dir: string, opts: ImportOptions): Promis
       : // With a prebuilt image the Dockerfile is its recipe, read only for the WORKDIR.
         readDockerfile(await textFile(dir, "environment/Dockerfile"), undefined, {
           build: build || prebuilt !== null,
+          builtByRunner: build,
         });
   for (const file of await listTaskFiles(dir, "environment")) {
     if (file === "Dockerfile") continue;

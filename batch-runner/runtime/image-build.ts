@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { isAbsolute, join, sep } from "node:path";
 import type { ContainerEngine } from "./container-engine.ts";
 import { engineEnv } from "./container-engine.ts";
+import { dockerfileBytesRefusals, dockerfileRefusals } from "./dockerfile-policy.ts";
 import { splitBuildContext } from "./image-build-ref.ts";
 import { RuntimeSpecRefused } from "./runtime-spec-refused.ts";
 import { spawnGroup } from "./spawn-group.ts";
@@ -100,6 +101,21 @@ async function checkedContext(context: string, buildDirs: string[]): Promise<str
   return real;
 }
 
+/**
+ * The Dockerfile as it will be built (bases mapped), refused whole when it holds anything that
+ * could reach the host through the builder (dockerfile-policy.ts), whatever engine builds it.
+ */
+function checkedDockerfile(bytes: Uint8Array, name: string, baseImages: Record<string, string>): string {
+  const utf8 = dockerfileBytesRefusals(bytes);
+  const text = utf8.length ? "" : mapBaseImages(new TextDecoder().decode(bytes), baseImages);
+  const refusals = utf8.length ? utf8 : dockerfileRefusals(text);
+  if (refusals.length)
+    throw new RuntimeSpecRefused(
+      `${name}: the runner does not build this Dockerfile, nothing was built:\n${refusals.join("\n")}`,
+    );
+  return text;
+}
+
 /** A `prebuilt:` task image as it is (pulled when the node lacks it), with its WORKDIR read. */
 export async function taskImage(
   engine: ContainerEngine,
@@ -135,7 +151,11 @@ export async function buildImage(
   const { dir: contextDir, timeoutMs: own } = splitBuildContext(context);
   const timeoutMs = own === null ? opts.timeoutMs : Math.min(own, opts.timeoutMs);
   const dir = await checkedContext(contextDir, opts.buildDirs);
-  const dockerfile = mapBaseImages(await readFile(join(dir, "Dockerfile"), "utf8"), opts.baseImages);
+  const dockerfile = checkedDockerfile(
+    await readFile(join(dir, "Dockerfile")),
+    `${contextDir}/Dockerfile`,
+    opts.baseImages,
+  );
   const hash = createHash("sha256").update(`${dockerfile}\0`);
   for (const local of Object.values(opts.baseImages).sort()) {
     // A mapped base rebuilt under the same name is a new input.

@@ -1,0 +1,76 @@
+import { spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { resolveContainerEngine } from "../../batch-runner/runtime/container-engine.ts";
+import { buildImage } from "../../batch-runner/runtime/image-build.ts";
+import { RuntimeSpecRefused } from "../../batch-runner/runtime/runtime-spec-refused.ts";
+import { podmanLane } from "../support/podman.ts";
+
+/*
+ * Issue 49 item 1: a downloaded Harbor task's Dockerfile read and wrote host files while the runner
+ * built its image. A stage runs `ln -s / /hostroot`; a later RUN bind-mounts that link from the
+ * stage, and podman 4.3.1 / buildah 1.28 (Debian 12, what CI installs) resolve it on the host
+ * (CVE-2024-1753): a first, uncached build wrote a file on the host as root and copied a host
+ * secret into the image. Here the runner's own build (image-build.ts, what `polar run
+ * --docker-bin podman` calls for a `build:` task) gets that Dockerfile, with a nonce so no cache
+ * answers, and must refuse it by line before podman runs, leaving the host file unwritten.
+ * Without the check this test fails: podman builds it and the marker appears (checked).
+ */
+const lane = await podmanLane();
+if (!lane.ok) console.warn(`build-host-escape: skipped: ${lane.reason}`);
+
+describe.skipIf(!lane.ok)("a task's Dockerfile cannot reach the host through the build (podman)", () => {
+  let root: string;
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), "polar-build-escape-"));
+  });
+  afterAll(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it("refuses a RUN bind mount of a stage's link to /, naming the line; the host file is not written", async () => {
+    if (!lane.ok) return;
+    const nonce = randomBytes(6).toString("hex");
+    const secret = join(root, "host-secret.txt");
+    const marker = join(root, `written-by-build-${nonce}.txt`);
+    await writeFile(secret, `HOST-SECRET-${nonce}\n`);
+    const context = join(root, "collection", "escape", "environment");
+    await mkdir(context, { recursive: true });
+    await writeFile(
+      join(context, "Dockerfile"),
+      [
+        "FROM debian:bookworm-slim AS link",
+        // The nonce keeps both stages out of the build cache: only a first build escapes.
+        `RUN ln -s / /hostroot && echo ${nonce} > /nonce`,
+        "FROM debian:bookworm-slim",
+        `RUN --mount=type=bind,from=link,source=/hostroot,target=/h,rw cat /h${secret} > /stolen.txt; echo ${nonce} > /h${marker}; true`,
+        "RUN cat /stolen.txt",
+        "",
+      ].join("\n"),
+    );
+    const engine = await resolveContainerEngine("podman");
+    const opts = {
+      baseImages: { "debian:bookworm-slim": lane.image },
+      buildDirs: [root],
+      timeoutMs: 120_000,
+    };
+    const err = await buildImage(engine, context, opts).then(
+      (built) => new Error(`built ${built.ref}`),
+      (e: Error) => e,
+    );
+    const written = await readFile(marker, "utf8").catch(() => null);
+    if (!(err instanceof RuntimeSpecRefused)) {
+      // A regression built it: its image goes, so a rerun builds (and escapes) again.
+      const ref = err.message.replace(/^built /, "");
+      spawnSync("podman", ["rmi", "-f", ref]);
+    }
+    expect(written, "the build wrote a host file").toBeNull();
+    expect(err).toBeInstanceOf(RuntimeSpecRefused);
+    expect(err.message).toMatch(
+      /environment\/Dockerfile: the runner does not build this Dockerfile, nothing was built:\nline 4: RUN --mount: refused: a build mount can reach host paths .*CVE-2024-1753/,
+    );
+  }, 120_000);
+});
