@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import type { HarborStep } from "../../shared/schemas/task-settings.ts";
+import { type HarborStep, MAX_HARBOR_STEPS } from "../../shared/schemas/task-settings.ts";
 import { artifactPaths } from "./artifacts.ts";
 import { rewritePaths } from "./harbor-paths.ts";
 import { HarborTaskRefused } from "./harbor-refusal.ts";
@@ -28,6 +28,10 @@ export async function readSteps(
   const warnings: string[] = [];
   const names = new Set(declared.map((s) => s.name.toLowerCase()));
   if (names.size !== declared.length) throw new HarborTaskRefused("task.toml: steps: two steps share a name");
+  if (declared.length > MAX_HARBOR_STEPS)
+    throw new HarborTaskRefused(
+      `task.toml: steps: ${declared.length} steps, more than the ${MAX_HARBOR_STEPS} a task may have`,
+    );
   const onDisk = await listTaskFiles(dir, "steps");
   for (const file of onDisk) {
     const [name, entry] = file.split("/");

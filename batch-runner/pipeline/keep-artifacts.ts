@@ -5,10 +5,28 @@ import { keys } from "../../shared/keys.ts";
 import type { ObjectStore } from "../../shared/store/object-store.ts";
 import { storeKeyProblem } from "../../shared/store/store-key.ts";
 
-/** A runaway harness log must not fill the store: past this, the rest is skipped and said so. */
+/**
+ * Everything one session's attempt keeps (every step's artifacts, the task's and the preset's at
+ * the end): a runaway harness log must not fill the store. Past this, the rest is skipped and said so.
+ */
 export const MAX_ARTIFACT_BYTES = 64 * 1024 * 1024;
 /** One file's cap: a single huge file is skipped rather than read into memory. */
 export const MAX_ARTIFACT_FILE_BYTES = 32 * 1024 * 1024;
+
+/**
+ * The bytes a session's attempt may still keep, shared by each `keepArtifacts` of it (issue 49:
+ * each call had its own 64 MiB, so 8 steps keeping the same two 30 MB files kept 516 MB).
+ */
+export class ArtifactBudget {
+  used = 0;
+  readonly total: number;
+  constructor(total = MAX_ARTIFACT_BYTES) {
+    this.total = total;
+  }
+  get left(): number {
+    return this.total - this.used;
+  }
+}
 
 export interface KeptArtifacts {
   keys: string[];
@@ -33,15 +51,15 @@ export async function keepArtifacts(opts: {
   paths: string[];
   /** Under the attempt's prefix (`workdir/`: a task's artifacts, kept from its work dir). */
   keyPrefix?: string;
-  maxBytes?: number;
+  /** The session's: what this call keeps is taken from what its earlier calls left. */
+  budget: ArtifactBudget;
   maxFileBytes?: number;
 }): Promise<KeptArtifacts> {
-  const budget = opts.maxBytes ?? MAX_ARTIFACT_BYTES;
+  const budget = opts.budget;
   const fileCap = opts.maxFileBytes ?? MAX_ARTIFACT_FILE_BYTES;
   const prefix = keys.artifactsOfAttempt(opts.taskId, opts.sessionId, opts.attempt) + (opts.keyPrefix ?? "");
   const home = await realpath(opts.homeDir);
   const kept: KeptArtifacts = { keys: [], skipped: [] };
-  let used = 0;
   for (const path of opts.paths) {
     const files = await filesUnder(home, path, kept.skipped);
     for (const file of files) {
@@ -50,12 +68,12 @@ export async function keepArtifacts(opts: {
         kept.skipped.push(`${rel}: not a storable path`);
         continue;
       }
-      const read = await readInside(home, file, fileCap, budget - used, budget);
+      const read = await readInside(home, file, fileCap, budget.left, budget.total);
       if (typeof read === "string") {
         kept.skipped.push(`${rel}: ${read}`);
         continue;
       }
-      used += read.byteLength;
+      budget.used += read.byteLength;
       const key = prefix + rel;
       await opts.store.put(key, read);
       kept.keys.push(key);
@@ -129,7 +147,7 @@ async function readInside(
     const real = await readlink(`/proc/self/fd/${handle.fd}`).catch(() => file);
     if (!real.startsWith(`${home}/`)) return "resolved outside the session, not read";
     if (info.size > fileCap) return `over the ${fileCap}-byte per-file cap (${info.size} bytes)`;
-    if (info.size > left) return `over the ${budget}-byte artifact budget`;
+    if (info.size > left) return `over the session's ${budget}-byte artifact budget (${left} bytes left)`;
     const buf = Buffer.alloc(info.size);
     const { bytesRead } = await handle.read(buf, 0, info.size, 0);
     return buf.subarray(0, bytesRead);

@@ -16,6 +16,7 @@ import { checkServiceEnv } from "../runtime/service-env.ts";
 import { checkTaskCeilings } from "../runtime/task-ceilings.ts";
 import { isCancelled } from "./cancellation.ts";
 import { judgeSpecOf } from "./judge-spec.ts";
+import { ArtifactBudget } from "./keep-artifacts.ts";
 import { finishTaskIfUnfinished } from "./session-result.ts";
 import type { PreparedSession, SessionDeps } from "./session-types.ts";
 
@@ -197,6 +198,7 @@ export async function initSession(
         invocation,
         ...(steps ? { steps } : {}),
         budgetMs,
+        artifactBudget: new ArtifactBudget(),
         limits: { ...deps.sessionLimits, ...task.runtime.limits },
         initMs: Date.now() - started,
         preparedAt: Date.now(),

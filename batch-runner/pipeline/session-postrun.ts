@@ -93,6 +93,7 @@ export async function postrunSession(deps: SessionDeps, s: RanSession): Promise<
       attempt: s.attempt,
       homeDir: s.runtime.homeDir,
       paths: s.preset.artifacts,
+      budget: s.artifactBudget,
     }).catch((err) => {
       deps.log(`session ${s.job.session_id}: artifacts not kept: ${(err as Error).message}`);
       return { keys: [], skipped: [] };
@@ -144,6 +145,7 @@ async function keepTaskArtifacts(deps: SessionDeps, s: RanSession): Promise<stri
     homeDir: s.runtime.workDir,
     paths: s.task.artifacts,
     keyPrefix: "workdir/",
+    budget: s.artifactBudget,
   }).catch((err) => ({ keys: [], skipped: [`not kept: ${(err as Error).message}`] }));
   for (const why of kept.skipped) deps.log(`session ${s.job.session_id}: task artifact skipped: ${why}`);
   return kept.keys;

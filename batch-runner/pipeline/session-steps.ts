@@ -127,6 +127,7 @@ async function keepStepArtifacts(
     homeDir: s.runtime.workDir,
     paths,
     keyPrefix: `steps/${step.name}/workdir/`,
+    budget: s.artifactBudget,
   }).catch((err) => ({ keys: [], skipped: [`not kept: ${(err as Error).message}`] }));
   for (const why of kept.skipped)
     deps.log(`session ${s.job.session_id}: step ${step.name} artifact skipped: ${why}`);

@@ -10,6 +10,7 @@ import type { Queue, QueueMessage } from "../queue/queue.ts";
 import type { SessionLimits } from "../runtime/limits.ts";
 import type { ExecResult, Runtime, RuntimeFactory } from "../runtime/runtime.ts";
 import type { TaskCeilings } from "../runtime/task-ceilings.ts";
+import type { ArtifactBudget } from "./keep-artifacts.ts";
 
 export interface WrittenGroupShard {
   /** The Parquet key; null when the task produced no trace (only the JSONL twin is written then). */
@@ -86,6 +87,8 @@ export interface PreparedSession {
   /** A stepped task's steps, each with its harness invocation (session-steps.ts); absent otherwise. */
   steps?: { step: SessionStep; invocation: HarnessInvocation }[];
   budgetMs: number;
+  /** What the attempt may keep of artifacts, all steps' and the end's together (keep-artifacts.ts). */
+  artifactBudget: ArtifactBudget;
   /** The task's limits over the runner's defaults (what a limit hit is reported against). */
   limits: SessionLimits;
   initMs: number;

@@ -19,6 +19,8 @@ export const CEILING_FIELDS = {
   max_in_flight: "agent.proxy_limits.max_in_flight",
   tokens_per_minute: "agent.proxy_limits.tokens_per_minute",
   timeout_seconds: "timeout_seconds",
+  /** A stepped task's steps (a multi-step Harbor task): each runs the harness and a judge runtime. */
+  steps: "evaluator.config.steps",
 } as const;
 export type CeilingName = keyof typeof CEILING_FIELDS;
 export type TaskCeilings = Partial<Record<CeilingName, number>>;
@@ -50,10 +52,12 @@ export function checkTaskCeilings(
     timeout_seconds: number;
     runtime: { limits: SessionLimits; services?: SideService[] };
     agent: { proxy_limits?: ProxyLimits };
+    evaluator?: { config: Record<string, unknown> };
   },
   ceilings: TaskCeilings | undefined,
 ): void {
   if (!ceilings) return;
+  const steps = task.evaluator?.config.steps;
   const asked: Record<CeilingName, number | undefined> = {
     memory_mb: task.runtime.limits.memory_mb,
     pids: task.runtime.limits.pids,
@@ -64,6 +68,7 @@ export function checkTaskCeilings(
     max_in_flight: task.agent.proxy_limits?.max_in_flight,
     tokens_per_minute: task.agent.proxy_limits?.tokens_per_minute,
     timeout_seconds: task.timeout_seconds,
+    steps: Array.isArray(steps) ? steps.length : undefined,
   };
   for (const [name, ceiling] of Object.entries(ceilings) as [CeilingName, number | undefined][]) {
     const value = asked[name];

@@ -213,6 +213,12 @@ const ImagePath = z
   .string()
   .regex(/^\/[^\0]*[^/]$/, { message: "an absolute path other than / (no trailing slash)" });
 
+/**
+ * The most steps a multi-step task may have: each runs the harness and a judge runtime, and keeps
+ * its artifacts (issue 49). An operator can lower it (`--max-task-limits steps=N`).
+ */
+export const MAX_HARBOR_STEPS = 32;
+
 /** One step of a multi-step Harbor task (harbor/models/task/config.py, `StepConfig`). */
 export const HarborStep = z.strictObject({
   name: z
@@ -276,7 +282,7 @@ export const HarborConfig = z
      * A multi-step task (Harbor's `[[steps]]`): one session runs the harness once per step, in order,
      * each step's tests judged after it (harbor-steps.ts); the task's `instruction` is the first step's.
      */
-    steps: z.array(HarborStep).min(1).optional(),
+    steps: z.array(HarborStep).min(1).max(MAX_HARBOR_STEPS).optional(),
     /** The task's reward from its steps' (Harbor's `multi_step_reward_strategy`): their mean per key, or the last step's. */
     step_reward_strategy: z.enum(["mean", "final"]).default("mean"),
   })

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseTaskCeilings } from "../../batch-runner/runtime/task-ceilings.ts";
+import { HarborConfig, MAX_HARBOR_STEPS } from "../../shared/schemas/task-settings.ts";
 import { type PolarServe, startPolarServe } from "../support/polar-serve.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
@@ -19,7 +20,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "polar-ceilings-"));
   serve = await startPolarServe(join(dir, "serve"), [
     "--max-task-limits",
-    "memory_mb=2048,max_in_flight=8,timeout_seconds=600",
+    "memory_mb=2048,max_in_flight=8,timeout_seconds=600,steps=2",
     // The point is the ceiling, not the sandbox: this also runs where bwrap cannot.
     "--allow-unsandboxed",
   ]);
@@ -72,6 +73,19 @@ describe("operator ceilings on what a submitted task asks for", () => {
         agent: { ...base.agent, proxy_limits: { max_in_flight: 4096 } },
       },
       { ...base, task_id: "greedy-time", num_samples: 1, timeout_seconds: 86_400 },
+      // Issue 49: each step runs the harness and a judge, and keeps artifacts.
+      {
+        ...base,
+        task_id: "greedy-steps",
+        num_samples: 1,
+        evaluator: {
+          strategy: "harbor",
+          config: {
+            tests: { "test.sh": "echo 1 > /logs/verifier/reward.txt" },
+            steps: ["a", "b", "c"].map((name) => ({ name, instruction: `step ${name}` })),
+          },
+        },
+      },
     ];
     const honest = { ...base, task_id: "honest", num_samples: 1, runtime: { limits: { memory_mb: 1024 } } };
     for (const t of [...greedy, honest]) await submit(t);
@@ -79,6 +93,7 @@ describe("operator ceilings on what a submitted task asks for", () => {
       "greedy-memory": "runtime.limits.memory_mb 1000000 is above this runner's ceiling 2048",
       "greedy-calls": "agent.proxy_limits.max_in_flight 4096 is above this runner's ceiling 8",
       "greedy-time": "timeout_seconds 86400 is above this runner's ceiling 600",
+      "greedy-steps": "evaluator.config.steps 3 is above this runner's ceiling 2",
     };
     for (const [id, why] of Object.entries(expected)) {
       const [r] = await results(id, 1);
@@ -94,5 +109,16 @@ describe("operator ceilings on what a submitted task asks for", () => {
     expect(() => parseTaskCeilings("memory=10")).toThrow(/"memory=10" is not NAME=N/);
     expect(() => parseTaskCeilings("pids=0")).toThrow(/pids must be a positive number/);
     expect(() => parseTaskCeilings("pids=1=2")).toThrow(/not NAME=N/);
+    expect(parseTaskCeilings("steps=4")).toEqual({ steps: 4 });
+  });
+
+  it("bounds a multi-step task's steps without a ceiling too (issue 49)", () => {
+    const steps = (n: number) =>
+      HarborConfig.safeParse({
+        tests: { "test.sh": "true" },
+        steps: Array.from({ length: n }, (_, i) => ({ name: `s${i}`, instruction: "go" })),
+      }).success;
+    expect(steps(MAX_HARBOR_STEPS)).toBe(true);
+    expect(steps(MAX_HARBOR_STEPS + 1)).toBe(false);
   });
 });

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, w
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { keepArtifacts } from "../../batch-runner/pipeline/keep-artifacts.ts";
+import { ArtifactBudget, keepArtifacts } from "../../batch-runner/pipeline/keep-artifacts.ts";
 import { processRuntimeFactory } from "../../batch-runner/runtime/process.ts";
 import { MemoryStore } from "../../shared/store/memory-store.ts";
 
@@ -44,6 +44,7 @@ describe("artifacts an agent links out of its session", () => {
       attempt: 0,
       homeDir: home,
       paths: [".gemini/tmp", ".codex/sessions", ".qwen/tmp"],
+      budget: new ArtifactBudget(),
     });
     expect(kept.keys).toEqual(["artifacts/t/s/0/.codex/sessions/real.jsonl"]);
     expect(kept.skipped).toEqual([
@@ -72,13 +73,13 @@ describe("artifacts an agent links out of its session", () => {
       attempt: 1,
       homeDir: home,
       paths: ["logs"],
-      maxBytes: 60,
+      budget: new ArtifactBudget(60),
       maxFileBytes: 100,
     });
     expect(kept.keys).toEqual(["artifacts/t/s/1/logs/a.log"]);
     expect(kept.skipped).toEqual([
       "logs/big.log: over the 100-byte per-file cap (200 bytes)",
-      "logs/c.log: over the 60-byte artifact budget",
+      "logs/c.log: over the session's 60-byte artifact budget (20 bytes left)",
     ]);
   });
 });

@@ -6,6 +6,7 @@ import type { EvaluationContext } from "../../batch-runner/evaluation/evaluator.
 import { freshRuntimes } from "../../batch-runner/evaluation/fresh-runtime.ts";
 import { harbor } from "../../batch-runner/evaluation/harbor.ts";
 import { importHarborTask } from "../../batch-runner/harbor/import-task.ts";
+import { ArtifactBudget } from "../../batch-runner/pipeline/keep-artifacts.ts";
 import { runStatus } from "../../batch-runner/pipeline/session-postrun.ts";
 import { runSteps } from "../../batch-runner/pipeline/session-steps.ts";
 import type { PreparedSession, RanSession, SessionDeps } from "../../batch-runner/pipeline/session-types.ts";
@@ -90,6 +91,7 @@ async function session(
     fresh,
     steps,
     budgetMs: 60_000,
+    artifactBudget: new ArtifactBudget(),
   } as unknown as PreparedSession & { steps: typeof steps };
   const deps = { store, log: (l: string) => logs.push(l) } as unknown as SessionDeps;
   const ran = await runSteps(deps, s, {});

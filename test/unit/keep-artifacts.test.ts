@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { keepArtifacts } from "../../batch-runner/pipeline/keep-artifacts.ts";
+import { ArtifactBudget, keepArtifacts } from "../../batch-runner/pipeline/keep-artifacts.ts";
 import { MemoryStore } from "../../shared/store/memory-store.ts";
 
 const dirs: string[] = [];
@@ -36,6 +36,7 @@ describe("keepArtifacts", () => {
       attempt: 2,
       homeDir,
       paths: [".codex/sessions", "single.log", "missing-dir"],
+      budget: new ArtifactBudget(),
     });
     expect(kept.keys).toEqual([
       "artifacts/t1/t1-0/2/.codex/sessions/2026/a.jsonl",
@@ -57,9 +58,32 @@ describe("keepArtifacts", () => {
       attempt: 0,
       homeDir,
       paths: ["logs"],
-      maxBytes: 100,
+      budget: new ArtifactBudget(100),
     });
     expect(kept.keys).toEqual(["artifacts/t/s/0/logs/a.log"]);
-    expect(kept.skipped).toEqual(["logs/b.log: over the 100-byte artifact budget"]);
+    expect(kept.skipped).toEqual(["logs/b.log: over the session's 100-byte artifact budget (40 bytes left)"]);
+  });
+
+  it("takes every call of a session from one budget (issue 49: each step had its own)", async () => {
+    const store = new MemoryStore();
+    const homeDir = home({ "big/a": "x".repeat(30), "big/b": "y".repeat(30) });
+    const budget = new ArtifactBudget(100);
+    const keep = (step: string) =>
+      keepArtifacts({
+        store,
+        taskId: "t",
+        sessionId: "s",
+        attempt: 0,
+        homeDir,
+        paths: ["big"],
+        keyPrefix: `steps/${step}/`,
+        budget,
+      });
+    expect((await keep("one")).keys).toHaveLength(2);
+    const second = await keep("two");
+    expect(second.keys).toEqual(["artifacts/t/s/0/steps/two/big/a"]);
+    expect(second.skipped).toEqual(["big/b: over the session's 100-byte artifact budget (10 bytes left)"]);
+    expect((await keep("three")).keys).toEqual([]);
+    expect(budget.used).toBe(90);
   });
 });
