@@ -99,7 +99,8 @@ and writes results/{task}/{session}.json and the task's group shard when its las
                        the most a task may ask for, whoever submitted it (a control-API token
                        holder, a plug-in's dataset row, a NeMo Gym row): NAME is one of memory_mb,
                        pids, disk_mb, output_mb, cpus, gpus, max_in_flight, tokens_per_minute,
-                       timeout_seconds; a task over one ends ERROR at INIT naming it. None by default
+                       timeout_seconds, steps (a multi-step task's; at most 32 without a ceiling);
+                       a task over one ends ERROR at INIT naming it. None by default
   --allow-verifier-network
                        an evaluator's fresh runtime (a Harbor task's verifier) gets the container
                        engine's network when its task asks for one (runtime.judge_network); the

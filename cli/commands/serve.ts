@@ -38,8 +38,8 @@ as signed local download URLs, as an S3 store would presign them. Then, from ano
                      user (otherwise serve refuses to start); also allows runtime.backend process
   --max-task-limits NAME=N,...
                      the most a submitted task may ask for (memory_mb, pids, disk_mb, output_mb,
-                     cpus, gpus, max_in_flight, tokens_per_minute, timeout_seconds); a task over
-                     one ends ERROR at INIT naming it (as \`polar runner\`)
+                     cpus, gpus, max_in_flight, tokens_per_minute, timeout_seconds, steps); a task
+                     over one ends ERROR at INIT naming it (as \`polar runner\`)
   --allow-verifier-network
                      a Harbor task's verifier gets a network when its task asks (as \`polar runner\`)
   --service-env NAME[,NAME...]
