@@ -5,6 +5,7 @@ import { startRunner } from "../batch-runner/runner.ts";
 import { RUNNER_DEFAULTS } from "../batch-runner/runner-defaults.ts";
 import type { TaskCeilings } from "../batch-runner/runtime/task-ceilings.ts";
 import type { NodeProxyOptions } from "../proxy-worker/node.ts";
+import type { ReplicaAddressKind } from "../proxy-worker/routing/replica-address.ts";
 import type { EngineName } from "../shared/engines.ts";
 import { openStore } from "../shared/node/open-store.ts";
 import type { SessionResult } from "../shared/schemas/trajectory.ts";
@@ -38,6 +39,8 @@ export interface LocalControlOptions {
   allowVerifierNetwork?: boolean;
   /** `--service-env`: variables of this process's environment side services may take. */
   serviceEnv?: readonly string[];
+  /** Where `/v1/replicas` may add engines beyond public addresses; default loopback (engines on this host). */
+  replicaAddresses?: ReplicaAddressKind[];
   log?: (line: string) => void;
   onResult?: (result: SessionResult) => void;
   /**
@@ -84,7 +87,12 @@ export async function startLocalControl(opts: LocalControlOptions = {}): Promise
       port: opts.port ?? 8787,
       logRequests: opts.logRequests,
       ...(opts.proxyLimits ? { limits: opts.proxyLimits } : {}),
-      control: { jobs: queue, controlToken, presignGet: downloads.presignGet },
+      control: {
+        jobs: queue,
+        controlToken,
+        presignGet: downloads.presignGet,
+        replicaAddresses: { allow: opts.replicaAddresses ?? ["loopback"] },
+      },
       extraRoutes: await opts.routes?.(store, controlToken),
     });
     const runner = await startRunner({

@@ -1,3 +1,4 @@
+import { lookup } from "node:dns/promises";
 import type { Server as HttpServer } from "node:http";
 import type { AddressInfo, Server } from "node:net";
 import { serve } from "@hono/node-server";
@@ -76,6 +77,11 @@ export interface RunningProxy {
   close(): Promise<void>;
 }
 
+/** Every address `host` resolves to. */
+async function resolveAll(host: string): Promise<string[]> {
+  return (await lookup(host, { all: true })).map((a) => a.address);
+}
+
 /** The gateway on Node: @hono/node-server in front, a keep-alive undici pool behind. */
 export async function startNodeProxy(opts: NodeProxyOptions): Promise<RunningProxy> {
   const {
@@ -145,7 +151,12 @@ export async function startNodeProxy(opts: NodeProxyOptions): Promise<RunningPro
   const replicas = new ReplicaSet(urls.map(upstreamOf), routing, rest.clock);
   // One process: the control API may change the replica set in its memory (docs/control-api.md),
   // so a replica registered there is probed like a configured one.
-  const control = rest.control && { runtimeState: true, ...rest.control };
+  const control = rest.control && {
+    runtimeState: true,
+    ...rest.control,
+    // A host name is classed by what it resolves to (a name for 127.0.0.1 is a loopback address).
+    replicaAddresses: { resolve: resolveAll, ...rest.control.replicaAddresses },
+  };
   const stopProbes =
     urls.length > 1 || control?.runtimeState ? startProbes(replicas, routing?.probeIntervalMs) : () => {};
   const app = createProxyApp({

@@ -1,3 +1,4 @@
+import { parseAddressKinds } from "../../proxy-worker/routing/replica-address.ts";
 import { ENGINES, isEngineName } from "../../shared/engines.ts";
 import type { LogprobsMode } from "../../shared/schemas/capture.ts";
 import { type Command, UsageError } from "../command.ts";
@@ -29,6 +30,7 @@ const usage = `Usage: polar proxy --upstream URL [--upstream URL ...] [--upstrea
                    [--token-in-token-out] [--tito-completions PARSER|MODEL=PARSER,...]
                    [--session-max-in-flight N] [--session-tokens-per-minute N]
                    [--address-limit 120] [--address-header NAME]
+                   [--allow-replica-addresses loopback,link-local,metadata]
 
 The capture gateway on Node. Harnesses point their model base URL here; every model call is
 sent to the upstream engine (vLLM or SGLang, Chat Completions), captured with its token ids
@@ -65,6 +67,9 @@ and logprobs to the store, and answered in the harness's own API shape.
                         the admin token serves both. Comma-separated to rotate
   --jobs-queue SQS_URL  enables the task control API (POST/GET/DELETE /v1/tasks, /openapi.json):
                         tasks go to the store, session jobs to this queue; needs a token above
+  --allow-replica-addresses KINDS  where /v1/replicas may add engines beyond public addresses:
+                        loopback, link-local, metadata (comma-separated; default none: they reach
+                        this host and its cloud's metadata service). --upstream is never checked
   --max-body-mb N       request body limit (default 32)
   --body-timeout-s N    the whole request body must arrive within N s (default 30): else 408
   --body-idle-timeout-s N  no body byte for N s cuts the request (default 10): 408
@@ -184,6 +189,7 @@ const command: Command = {
         "session-tokens-per-minute": { type: "string" },
         "address-limit": { type: "string" },
         "address-header": { type: "string" },
+        "allow-replica-addresses": { type: "string" },
       },
       strict: true,
       allowPositionals: false,
@@ -279,6 +285,9 @@ const command: Command = {
     const titoSpec = values["tito-completions"];
     const titoCompletions = titoSpec === undefined ? undefined : parseParserSpec(titoSpec);
     if (typeof titoCompletions === "string") throw new UsageError(`--tito-completions: ${titoCompletions}`);
+    const replicaAddresses = parseAddressKinds(values["allow-replica-addresses"] ?? "none");
+    if (typeof replicaAddresses === "string")
+      throw new UsageError(`--allow-replica-addresses: ${replicaAddresses}`);
     const store = await storeFlag(values.store ?? DEFAULT_STORE_DIR);
     const proxy = await startNodeProxy({
       upstreamUrl: upstream,
@@ -321,7 +330,10 @@ const command: Command = {
       },
       ...(values["allow-remote-images"] ? { allowRemoteImages: true } : {}),
       control: jobsQueue
-        ? await controlDeps(jobsQueue, { adminToken, controlToken }, values.store)
+        ? {
+            ...(await controlDeps(jobsQueue, { adminToken, controlToken }, values.store)),
+            replicaAddresses: { allow: replicaAddresses },
+          }
         : undefined,
       // The viewer's pages, read-only, behind the control API's credential (docs/viewer.md).
       extraRoutes: jobsQueue

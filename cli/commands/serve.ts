@@ -1,3 +1,4 @@
+import { parseAddressKinds } from "../../proxy-worker/routing/replica-address.ts";
 import { type Command, UsageError } from "../command.ts";
 import {
   engineFlag,
@@ -18,7 +19,7 @@ const usage = `Usage: polar serve [--upstream URL] [--engine vllm|sglang] [--por
                    [--max-task-limits NAME=N,...] [--allow-verifier-network]
                    [--service-env NAME[,NAME...]] [--max-image-mb 10] [--max-image-pixels N]
                    [--max-images-per-call 100] [--max-session-images 4096]
-                   [--max-session-image-mb 1024]
+                   [--max-session-image-mb 1024] [--allow-replica-addresses KINDS]
 
 The task control API locally, in one command: the proxy with POST/GET/DELETE /v1/tasks and
 /openapi.json, an in-memory queue, a directory store under DIR/store and a batch runner in this
@@ -45,12 +46,23 @@ as signed local download URLs, as an S3 store would presign them. Then, from ano
   --service-env NAME[,NAME...]
                      variables of this process's environment a task's side services may take;
                      never the agent's; one not listed ends its session ERROR at INIT (as \`polar runner\`)
+  --allow-replica-addresses KINDS
+                     where the control API's /v1/replicas may add engines beyond public addresses:
+                     loopback, link-local, metadata, comma-separated, or none (default loopback:
+                     engines beside serve on this host; docs/security.md)
   The proxy's image limits, as on \`polar proxy\`:
 ${IMAGE_LIMIT_USAGE}
 
 Jobs live in this process: queued sessions are lost when it stops (results already written stay,
 and resubmitting reruns only the sessions without one). For a fleet use \`polar proxy
 --jobs-queue SQS_URL\` with \`polar runner\` (docs/control-api.md).`;
+
+/** `--allow-replica-addresses`: the kinds, or a usage error naming the wrong one. */
+function replicaAddressesFlag(spec: string) {
+  const kinds = parseAddressKinds(spec);
+  if (typeof kinds === "string") throw new UsageError(`--allow-replica-addresses: ${kinds}`);
+  return kinds;
+}
 
 const command: Command = {
   summary: "the task control API locally: proxy + in-memory queue + directory store + runner",
@@ -71,6 +83,7 @@ const command: Command = {
         "allow-verifier-network": { type: "boolean" },
         "max-task-limits": { type: "string" },
         "service-env": { type: "string", multiple: true },
+        "allow-replica-addresses": { type: "string" },
         ...IMAGE_LIMIT_OPTIONS,
       },
       strict: true,
@@ -98,6 +111,7 @@ const command: Command = {
         allowVerifierNetwork: values["allow-verifier-network"] === true,
         serviceEnv: serviceEnvFlag(values["service-env"]),
         taskCeilings: taskCeilingsFlag(values["max-task-limits"]),
+        replicaAddresses: replicaAddressesFlag(values["allow-replica-addresses"] ?? "loopback"),
         proxyLimits: imageLimitFlags(values),
         routes: viewerRoutes,
       });

@@ -75,7 +75,7 @@ export function createControlApp(opts: ControlAppOptions): OpenAPIHono {
   const fresh = freshRuntime(runtime, log);
   app.use("/v1/replicas", guard, runtimeBody, fresh);
   app.use("/v1/policy-version", guard, runtimeBody, fresh);
-  mountReplicaRoutes(app, runtime, clock);
+  mountReplicaRoutes(app, runtime, clock, { ...control.replicaAddresses, log });
   mountPolicyVersionRoutes(app, runtime);
 
   app.openapi(submitRoute, async (c) => {

@@ -1,5 +1,6 @@
 import type { JobSender } from "../../shared/queue/job-sender.ts";
 import type { PolicyVersionSource, VersionSetter } from "../admin.ts";
+import type { ReplicaAddressPolicy } from "../routing/replica-address.ts";
 import type { ReplicaSet } from "../routing/replicas.ts";
 
 /** What the host hands `createProxyApp` to turn on the task control API (`/v1/tasks`). */
@@ -20,6 +21,12 @@ export interface ControlDeps {
   presignGet?: (key: string, expiresSeconds: number) => Promise<string>;
   /** Lifetime of presigned URLs. Default 3600 s. */
   presignExpiresSeconds?: number;
+  /**
+   * Where `/v1/replicas` may add a replica beyond public addresses (loopback, link-local, cloud
+   * metadata), and how a host name is resolved to class it. Absent: addresses are not checked
+   * (`polar proxy` allows none unless told, `polar serve` loopback).
+   */
+  replicaAddresses?: ReplicaAddressPolicy;
   /**
    * `/v1/replicas` and `/v1/policy-version` on: what they set is kept in the store
    * (`control/shared-state.ts`) and read by every model call, so every proxy and Worker isolate on

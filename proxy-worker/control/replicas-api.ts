@@ -1,5 +1,6 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { probeOnce } from "../routing/probes.ts";
+import { type ReplicaAddressPolicy, refusedAddress } from "../routing/replica-address.ts";
 import { type Replica, type ReplicaSet, ReplicaSetError, replicaId } from "../routing/replicas.ts";
 import type { RuntimeState } from "./control-deps.ts";
 import { errorBody, noRuntimeState } from "./error-body.ts";
@@ -17,7 +18,12 @@ import { SharedStateError } from "./shared-state.ts";
  * router uses before it is added, so a typo or a port not yet open is refused with its URL,
  * not discovered by the harness as a failed call.
  */
-export function mountReplicaRoutes(app: OpenAPIHono, state: RuntimeState | null, clock: () => number): void {
+export function mountReplicaRoutes(
+  app: OpenAPIHono,
+  state: RuntimeState | null,
+  clock: () => number,
+  vetting: ReplicaVetting = {},
+): void {
   app.openapi(listReplicasRoute, (c) => {
     if (!state) return c.json(noRuntimeState(), 501);
     return c.json({ replicas: listed(state.replicas, clock) }, 200);
@@ -28,8 +34,8 @@ export function mountReplicaRoutes(app: OpenAPIHono, state: RuntimeState | null,
     const { url } = c.req.valid("json");
     const set = state.replicas;
     if (set.get(url)) return c.json({ replicas: listed(set, clock), added: [], removed: [] }, 200);
-    const failed = await unreachable(set, [url]);
-    if (failed) return c.json(errorBody(failed), 422);
+    const failed = await vet(set, [url], vetting);
+    if (failed) return c.json(errorBody(failed.message), failed.status);
     const failedToStore = await stored(state.saveReplicas([...idsOf(set.replicas), replicaId(url)]));
     if (failedToStore) return c.json(errorBody(failedToStore), 503);
     return c.json({ replicas: listed(set, clock), added: [replicaId(url)], removed: [] }, 201);
@@ -42,11 +48,12 @@ export function mountReplicaRoutes(app: OpenAPIHono, state: RuntimeState | null,
     const ids = urls.map(replicaId);
     const dup = ids.find((id, i) => ids.indexOf(id) !== i);
     if (dup) return c.json(errorBody(`urls: replica ${dup} is listed twice`), 400);
-    const failed = await unreachable(
+    const failed = await vet(
       set,
       urls.filter((u) => !set.get(u)),
+      vetting,
     );
-    if (failed) return c.json(errorBody(failed), 422);
+    if (failed) return c.json(errorBody(failed.message), failed.status);
     const before = idsOf(set.replicas);
     const failedToStore = await stored(state.saveReplicas(urls));
     if (failedToStore) return c.json(errorBody(failedToStore), 503);
@@ -72,17 +79,37 @@ export function mountReplicaRoutes(app: OpenAPIHono, state: RuntimeState | null,
   });
 }
 
-/** Probes every new URL at once; the message names each one that did not answer, and why. */
-async function unreachable(set: ReplicaSet, urls: string[]): Promise<string | null> {
+/** What a replica the control API adds is checked against, and where a failed probe's cause goes. */
+export interface ReplicaVetting extends ReplicaAddressPolicy {
+  /** The proxy's log: why a probe failed is written here, never answered. */
+  log?: (line: string) => void;
+}
+
+/**
+ * Checks every new URL's address, then probes them all at once. A refused address is named with
+ * its class (403); an unreachable replica is named, and only that (422): what the probe got back (a
+ * status, a refused port, a timeout) would let a control-token holder map the proxy's network, so
+ * it goes to the proxy's log.
+ */
+async function vet(
+  set: ReplicaSet,
+  urls: string[],
+  vetting: ReplicaVetting,
+): Promise<{ status: 403 | 422; message: string } | null> {
   const unique = [...new Set(urls.map(replicaId))];
+  const refused = await Promise.all(
+    unique.map(async (url) => ({ url, why: await refusedAddress(url, vetting) })),
+  );
+  const barred = refused.flatMap((r) => (r.why ? [`replica ${r.url}: ${r.why}`] : []));
+  if (barred.length > 0) return { status: 403, message: `${barred.join("; ")}; nothing was changed` };
   const results = await Promise.all(
     unique.map(async (url) => ({ url, probe: await probeOnce(set.upstreamFor(url)) })),
   );
-  const bad = results.flatMap((r) =>
-    r.probe.ok ? [] : [`replica ${r.url} is not reachable (${r.probe.why})`],
-  );
+  const bad = results.flatMap((r) => (r.probe.ok ? [] : [{ url: r.url, why: r.probe.why }]));
   if (bad.length === 0) return null;
-  return `${bad.join("; ")}: start the engine first (or fix the URL); nothing was changed`;
+  for (const r of bad) vetting.log?.(`control API: replica ${r.url} not added: ${r.why}`);
+  const named = bad.map((r) => `replica ${r.url} is not reachable`).join("; ");
+  return { status: 422, message: `${named}: start the engine first (or fix the URL); nothing was changed` };
 }
 
 function listed(set: ReplicaSet, clock: () => number) {

@@ -24,6 +24,10 @@ const json = <T>(schema: T, description: string) => ({
 const security = [{ adminToken: [] }];
 const unauthorized = json(ErrorBody, "missing or wrong control token");
 const notFound = json(ErrorBody, "no task with this id");
+const barredAddress = json(
+  ErrorBody,
+  "a loopback, link-local or metadata address the operator has not allowed (--allow-replica-addresses)",
+);
 
 export const submitRoute = createRoute({
   method: "post",
@@ -109,6 +113,7 @@ export const registerReplicaRoute = createRoute({
     201: json(ReplicasBody, "registered"),
     400: badBody,
     401: unauthorized,
+    403: barredAddress,
     422: json(ErrorBody, "the replica did not answer GET /health; the message names it"),
     501: noRuntimeState,
     503: storeDown,
@@ -125,6 +130,7 @@ export const replaceReplicasRoute = createRoute({
     200: json(ReplicasBody, "the set is now exactly these replicas"),
     400: badBody,
     401: unauthorized,
+    403: barredAddress,
     422: json(ErrorBody, "a new replica did not answer GET /health; the message names it"),
     501: noRuntimeState,
     503: storeDown,
