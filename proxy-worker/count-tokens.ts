@@ -1,8 +1,10 @@
 import type { Provider } from "../shared/schemas/capture.ts";
 import type { SessionIdentity } from "./auth.ts";
+import type { ChatRequest } from "./chat/types.ts";
 import { CodecError } from "./codecs/codec.ts";
 import type { Gateway } from "./deps.ts";
 import { tokensOfBytes } from "./fair-share/session-limiter.ts";
+import { vetImages } from "./images/vet-images.ts";
 import { providerError } from "./provider-error.ts";
 import { postJson } from "./upstream.ts";
 
@@ -54,6 +56,11 @@ async function countTokens(
   let tokenizeBody: Record<string, unknown>;
   try {
     tokenizeBody = counter.tokenizeBody(body);
+    // The engine's /tokenize opens the images too: they are bounded as a model call's are.
+    vetImages(tokenizeBody as Pick<ChatRequest, "messages">, {
+      ...g.limits,
+      allowRemoteImages: g.allowRemoteImages,
+    });
   } catch (err) {
     if (err instanceof CodecError) return fail(err.status, err.message);
     return fail(400, `the count request could not be read: ${(err as Error).message}`);

@@ -27,11 +27,12 @@ const REMOTE = /^https?:\/\//i;
  * base64 labelled with a supported type, within the byte cap, and a well-formed image of that
  * family (shared/images/image-structure.ts says what that means) of at most `maxImagePixels`;
  * remote URLs only when the operator allows them, and only http(s) (a `file:` URL would make the
- * engine read its own disk). An image repeated in the call is checked once. Returns each distinct
+ * engine read its own disk). An image repeated in the call is checked once. Token counts
+ * (count-tokens.ts) are checked the same way before the engine's `/tokenize` sees them. Returns each distinct
  * inline image's bytes (what the session's store budget is charged for). Throws CodecError (400)
  * naming the image and the limit.
  */
-export function vetImages(chat: ChatRequest, policy: ImagePolicy): Uint8Array[] {
+export function vetImages(chat: Pick<ChatRequest, "messages">, policy: ImagePolicy): Uint8Array[] {
   const urls: string[] = [];
   for (const m of chat.messages) {
     if (!Array.isArray(m.content)) continue;

@@ -98,6 +98,30 @@ describe("images are bounded before the engine or the store sees them", () => {
     await expectNothingKept(proxy, s.id, before);
   });
 
+  it("a token count (the engine's /tokenize opens images too) is bounded the same way", async () => {
+    const s = await token();
+    const content = [
+      {
+        type: "image",
+        source: {
+          type: "base64",
+          media_type: "image/png",
+          data: bytesToBase64(pngDeclaring(50_000, 50_000)),
+        },
+      },
+    ];
+    const res = await fetch(`${proxy.url}/v1/messages/count_tokens`, {
+      method: "POST",
+      headers: {
+        "x-api-key": s.token,
+        "anthropic-version": "2023-06-01",
+        "content-type": "application/json",
+      },
+      body: JSON.stringify({ model: "m", messages: [{ role: "user", content }] }),
+    });
+    await expectRefused(res, "--max-image-pixels", "anthropic");
+  });
+
   it("300 copies of a 13000x13000 PNG: refused by the image count before any is decoded; one copy by its pixels", async () => {
     const s = await token();
     const before = upstream.bodies.length;
