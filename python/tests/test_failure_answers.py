@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.ecosystem import ecosystem_venv, env_of
+from conftest import trainer_module
+from support.ecosystem import ROOT, ecosystem_venv, env_of
 
 AGENT_TOKEN = "ng-agent-token-failures"
 TEMPLATE = {
@@ -120,3 +121,84 @@ def test_nemo_gym_collection_ends_with_failed_and_timed_out_sessions_in_its_fail
         assert r["_ng_failure_class"].startswith("polar_") and isinstance(r["error"], str) and r["error"]
         assert r["polar"]["group_size"] == 2
     assert (tmp_path / "out" / "rollouts.jsonl").read_text().strip() == ""
+
+
+# -- verifiers: its own env server and env client (the path prime-rl's orchestrator takes) -----
+
+
+def test_verifiers_env_client_gets_each_failure_as_a_failed_rollout(polar_serve: dict[str, Any], tmp_path: Path) -> None:
+    venv = ecosystem_venv("verifiers")
+    shell = {"harness": "shell", "settings": {"command": "false"}}
+    base = {"num_samples": 1, "timeout_seconds": 60, "evaluator": {"strategy": "session_completed"}}
+    tasks = [
+        {**base, "task_id": "fails", "instruction": "fail", "agent": shell},
+        {**base, "task_id": "slow", "instruction": "slow", "timeout_seconds": 3,
+         "agent": {**shell, "settings": {"command": "sleep 60"}}},
+        # Refused by the control API (400): the request has a field no TaskRequest has.
+        {**base, "task_id": "refused", "instruction": "refused", "agent": {**shell, "not_a_field": 1}},
+    ]
+    (tmp_path / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    store = str(polar_serve["store"] / "store")
+    started = time.monotonic()
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), str(ROOT / "test" / "support" / "vf-trace-check.py"), "serve-all",
+         str(tmp_path / "tasks.jsonl"), store],
+        cwd=tmp_path,
+        env=env_of(
+            POLAR_CONTROL_URL=polar_serve["proxy_url"], POLAR_CONTROL_TOKEN=polar_serve["token"], POLAR_STORE=store
+        ),
+        capture_output=True,
+        text=True,
+        timeout=150,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert time.monotonic() - started < 150
+    traces = {t["task"]: t for t in map(json.loads, done.stdout.splitlines())}
+    assert sorted(traces) == ["fails", "refused", "slow"]
+    assert not any(t["ok"] for t in traces.values())
+    assert "the harness exited with code 1" in traces["fails"]["errors"][0]
+    assert "exceeded its budget of 3s" in traces["slow"]["errors"][0]
+    assert "control API 400: not a valid TaskRequest: agent.not_a_field" in traces["refused"]["errors"][0]
+
+
+# -- TRL: its own GRPOTrainer.train() through the plug-in's rollout_func ------------------------
+
+
+def test_trl_trains_through_groups_whose_sessions_all_failed_or_timed_out_and_stops_on_a_refused_task(
+    polar_serve: dict[str, Any], tmp_path: Path
+) -> None:
+    trainer_module("trl", "pip install 'polar-rollouts[trl]'")
+    from test_trl_plugin import make_trainer
+
+    from polar_rollouts.client import ControlApiError
+    from polar_rollouts.plugins.trl import polar_rollout_func
+
+    shell = {"harness": "shell", "settings": {"command": "false"}}
+    base = {"num_samples": 1, "timeout_seconds": 60, "evaluator": {"strategy": "session_completed"}}
+    tasks = [
+        {**base, "task_id": "fails", "instruction": "fail", "agent": shell},
+        {**base, "task_id": "slow", "instruction": "slow", "timeout_seconds": 3,
+         "agent": {**shell, "settings": {"command": "sleep 60"}}},
+        {**base, "task_id": "refused", "instruction": "refused", "agent": {**shell, "not_a_field": 1}},
+    ]
+    (tmp_path / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    url, token = polar_serve["proxy_url"], polar_serve["token"]
+    seen: list[dict[str, Any]] = []
+    rollout = polar_rollout_func(url, token, tasks=tmp_path / "tasks.jsonl", sync_weights=False, timeout_s=60)
+
+    def recording(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
+        out = rollout(prompts, trainer)
+        seen.append(out)
+        return out
+
+    # Every session failed before a model call ("none left a trace" ended training before):
+    # TRL gets its failure shape, a reward of None per row, and the step ends.
+    trainer = make_trainer(tmp_path, recording, ["fail", "slow"], 1)
+    trainer.train()
+    [out] = seen
+    assert out["polar_reward"] == [None] * 6
+    assert out["env_mask"] == [[0]] * 6
+    # A task the control API refuses ends training at once, with the reason.
+    trainer = make_trainer(tmp_path, rollout, ["refused"], 1)
+    with pytest.raises(ControlApiError, match="agent.not_a_field: unknown field"):
+        trainer.train()

@@ -257,6 +257,7 @@ describe.skipIf(!venv.ok)("verifiers on the polar-verifiers taskset", () => {
       VF_CACHE_SALT: "salt-step-3",
       VF_BASE_URL: `${other.url}/v1`,
       VF_REGISTER: "1",
+      VF_REGISTER_ALLOW: other.url,
     });
     expect(traces.map((t) => t.task)).toEqual(["hello-file"]);
     expectShardTrace(traces[0]);
@@ -270,6 +271,30 @@ describe.skipIf(!venv.ok)("verifiers on the polar-verifiers taskset", () => {
       headers: { authorization: `Bearer ${serve.token}` },
     });
     expect(JSON.stringify(await replicas.json())).toContain(other.url);
+  }, 300_000);
+
+  it("never registers an engine address a client chose with the operator's token (register_client)", async () => {
+    // Issue 48 item 10, the red team's attack: any client of the env server sent its own base_url,
+    // the harness registered it through /v1/replicas with the control token, and a later task's
+    // session prompts went there. The operator's register_allow lists only `other`.
+    const attacker = await startRelay(policy);
+    try {
+      const [t] = await checked("serve", join(ROOT, "examples/tasks.jsonl"), {
+        ...env,
+        VF_BASE_URL: `${attacker.url}/v1`,
+        VF_REGISTER: "1",
+        VF_REGISTER_ALLOW: other.url,
+      });
+      expect(t.ok).toBe(false);
+      expect(JSON.stringify(t.errors)).toContain("which register_allow does not list");
+      const replicas = await fetch(`${serve.url}/v1/replicas`, {
+        headers: { authorization: `Bearer ${serve.token}` },
+      });
+      expect(JSON.stringify(await replicas.json())).not.toContain(attacker.url);
+      expect(attacker.bodies).toEqual([]);
+    } finally {
+      await new Promise((done) => attacker.server.close(done));
+    }
   }, 300_000);
 
   it("refuses a sampling field Polar cannot apply to the session's calls, naming it", async () => {

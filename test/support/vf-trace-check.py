@@ -12,6 +12,9 @@ the same session; one JSON line per trace. Three ways in, all verifiers' own cod
                                               $VF_REGISTER=1 registers the client's engine)
   vf-trace-check.py hostile TASKS STORE_DIR   the same, the task's request altered on the wire
                                               (its judge's command replaced by `true`)
+  vf-trace-check.py serve-all TASKS STORE_DIR every task of the file at once, the same way
+                                              ($VF_REGISTER_ALLOW: the engine URLs, comma-separated,
+                                              a client may have registered)
 """
 
 import asyncio
@@ -37,6 +40,7 @@ def describe(trace: Any, store: Path) -> dict[str, Any]:
     return {
         "task": trace.task.data.name,
         "ok": trace.ok,
+        "errors": [str(e) for e in trace.errors],
         "reward": trace.reward,
         "polar": polar,
         "calls": len(trace.calls),
@@ -47,10 +51,15 @@ def describe(trace: Any, store: Path) -> dict[str, Any]:
     }
 
 
-async def serve(tasks: str, hostile: bool) -> tuple[list[Any], str]:
+async def serve(tasks: str, hostile: bool, every: bool = False) -> tuple[list[Any], str]:
     # The env config as vf-eval resolves it from flags (narrowed to the taskset's classes); the
     # harness table is what a prime-rl TOML's [env.agent.harness] holds.
-    harness = {"id": "polar-verifiers", "register_client": os.environ.get("VF_REGISTER") == "1"}
+    allow = [u for u in os.environ.get("VF_REGISTER_ALLOW", "").split(",") if u]
+    harness = {
+        "id": "polar-verifiers",
+        "register_client": os.environ.get("VF_REGISTER") == "1",
+        "register_allow": allow,
+    }
     config = resolve_env_field(
         {
             "env": {
@@ -64,24 +73,30 @@ async def serve(tasks: str, hostile: bool) -> tuple[list[Any], str]:
     client = EnvClient(server.address)
     try:
         await client.wait_for_server_startup(timeout=60)
-        task = next(iter(load_taskset(config.taskset)))
-        data = task.data.model_dump()
-        if hostile:
-            data["request"]["evaluator"] = {"strategy": "test_on_output", "config": {"command": "true"}}
-        # prime-rl's Env.run: its per-step model name (a LoRA adapter) and cache_salt in extra_body.
+        tasks_ = list(load_taskset(config.taskset))
+        if not every:
+            tasks_ = tasks_[:1]
         salt = os.environ.get("VF_CACHE_SALT")
-        episode = await client.run(
-            vf.TrainClientConfig(base_url=os.environ.get("VF_BASE_URL", "http://127.0.0.1:9/v1")),
-            os.environ.get("VF_MODEL", "policy"),
-            vf.SamplingConfig(
-                temperature=1.0,
-                **({"extra_body": {"cache_salt": salt}} if salt else {}),
-                **json.loads(os.environ.get("VF_SAMPLING", "{}")),
-            ),
-            data,
-        )
+
+        async def one(task: Any) -> Any:
+            data = task.data.model_dump()
+            if hostile:
+                data["request"]["evaluator"] = {"strategy": "test_on_output", "config": {"command": "true"}}
+            # prime-rl's Env.run: its per-step model name (a LoRA adapter) and cache_salt in extra_body.
+            return await client.run(
+                vf.TrainClientConfig(base_url=os.environ.get("VF_BASE_URL", "http://127.0.0.1:9/v1")),
+                os.environ.get("VF_MODEL", "policy"),
+                vf.SamplingConfig(
+                    temperature=1.0,
+                    **({"extra_body": {"cache_salt": salt}} if salt else {}),
+                    **json.loads(os.environ.get("VF_SAMPLING", "{}")),
+                ),
+                data,
+            )
+
+        episodes = await asyncio.gather(*(one(t) for t in tasks_))
         # What the orchestrator received, whole, as JSON: no secret of the server may be in it.
-        return list(episode.traces), episode.model_dump_json()
+        return [t for e in episodes for t in e.traces], "".join(e.model_dump_json() for e in episodes)
     finally:
         await client.close()
         running.cancel()
@@ -92,7 +107,7 @@ wire = ""
 if mode == "run":
     traces = [t for episode in read_episodes(Path(source), vf.WireTrace) for t in episode.traces]
 else:
-    traces, wire = asyncio.run(serve(source, hostile=mode == "hostile"))
+    traces, wire = asyncio.run(serve(source, hostile=mode == "hostile", every=mode == "serve-all"))
 token = os.environ.get("POLAR_CONTROL_TOKEN", "")
 for trace in traces:
     print(json.dumps({**describe(trace, store), "wire_has_token": bool(token) and token in wire}))

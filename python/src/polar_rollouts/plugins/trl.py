@@ -34,7 +34,7 @@ from __future__ import annotations
 import copy
 import os
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -206,9 +206,18 @@ def placeholder_row(prompt_ids: list[int], end_id: int, session_id: str, status:
 
 
 def group_rows(
-    traces: Sequence[Trace], num_samples: int, task_id: str, end_id: int, *, raw_logprobs: RawLogprobs
+    traces: Sequence[Trace],
+    num_samples: int,
+    task_id: str,
+    end_id: int,
+    *,
+    raw_logprobs: RawLogprobs,
+    prompt_ids: Callable[[], list[int]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Exactly ``num_samples`` rows, in sample order, for one task group's shard."""
+    """Exactly ``num_samples`` rows, in sample order, for one task group's shard. When no session
+    left a trace (each failed or timed out before a model call), ``prompt_ids`` (the prompt as
+    the trainer tokenizes it) makes every row a placeholder: TRL's failure shape, a reward of
+    None, instead of an error that ends the training run."""
     by_sample: dict[int, list[Trace]] = {}
     for t in traces:
         by_sample.setdefault(t.sample_index, []).append(t)
@@ -216,6 +225,8 @@ def group_rows(
         session_row(by_sample.get(i, []), raw_logprobs=raw_logprobs) for i in range(num_samples)
     ]
     first = next((r for r in rows if r is not None), None)
+    if first is None and prompt_ids is not None:
+        first = {"prompt_ids": prompt_ids()}
     if first is None:
         statuses = sorted({t.status for t in traces}) or ["no trace"]
         raise PolarRolloutError(
@@ -229,6 +240,18 @@ def group_rows(
             r = placeholder_row(first["prompt_ids"], end_id, f"{task_id}-{i}", status)
         out.append(r)
     return out
+
+
+def _prompt_ids(trainer: Any, prompt: Any) -> list[int]:
+    """The prompt's token ids as TRL would feed them (chat template for a conversation)."""
+    tok = getattr(trainer, "processing_class", None)
+    tok = getattr(tok, "tokenizer", tok)
+    if tok is None:
+        raise PolarRolloutError("polar_rollout_func: the trainer has no tokenizer to encode a failed group's prompt")
+    if isinstance(prompt, list):
+        ids = tok.apply_chat_template(prompt, tokenize=True, add_generation_prompt=True)
+        return [int(i) for i in (ids["input_ids"] if isinstance(ids, Mapping) else ids)]
+    return [int(i) for i in tok(prompt_text(prompt), add_special_tokens=False)["input_ids"]]
 
 
 def _end_id(trainer: Any) -> int:
@@ -302,7 +325,15 @@ class PolarRolloutFunc:
         out: dict[str, list[Any]] = {}
         for task_id in submitted:
             self.client.wait(task_id, timeout_s=self.timeout_s, poll_s=self.poll_s)
-            for row in group_rows(self.client.shard(task_id), n, task_id, end_id, raw_logprobs=self.raw_logprobs):
+            prompt = prompts[submitted.index(task_id) * n]
+            for row in group_rows(
+                self.client.shard(task_id),
+                n,
+                task_id,
+                end_id,
+                raw_logprobs=self.raw_logprobs,
+                prompt_ids=lambda: _prompt_ids(trainer, prompt),
+            ):
                 row["polar_task_id"] = task_id
                 for key, value in row.items():
                     out.setdefault(key, []).append(value)

@@ -37,6 +37,7 @@ from ..client import ControlApiError, ControlClient, TaskFailed
 from ..gather import Gatherer
 from ..results import SessionResult
 from ..store import open_store
+from ..register_allow import RegisterRefused, allowed_replica
 from .replay import capture_reader, commit_session
 from .sampling import session_sampling
 from .taskset import operator_request
@@ -57,10 +58,16 @@ class PolarHarnessConfig(HarnessConfig):
     """Rollouts per example (-r / rollouts_per_example): a group is submitted as soon as it has
     them; 0 = submit after gather_seconds without a new rollout of the example."""
     gather_seconds: float = 2.0
-    """How long an example's group waits for another rollout."""
+    """How long an example's group waits for another rollout (group_size 0)."""
+    group_timeout: float = 600.0
+    """With group_size: seconds a group waits for all its rollouts; past it every one fails, naming the group."""
     register_client: bool = False
     """Register the rollout's client base URL (prime-rl's inference server) as a replica of
-    Polar's proxy (POST /v1/replicas) before the session, so Polar samples from it."""
+    Polar's proxy (POST /v1/replicas) before the session, so Polar samples from it. Only a URL
+    in register_allow is registered: the client names it, the operator's control token sends it."""
+    register_allow: list[str] = []
+    """The engine URLs (scheme, host, port; e.g. http://10.0.0.5:8000) a client may have registered
+    with register_client; any other is refused, naming it."""
 
 
 class PolarHarness(Harness[PolarHarnessConfig]):
@@ -89,7 +96,11 @@ class PolarHarness(Harness[PolarHarnessConfig]):
         request = _own_request(data)
         task = session_task(request, ctx)
         if self.config.register_client:
-            await asyncio.to_thread(self._register, ctx.client.base_url)
+            try:
+                root = allowed_replica(str(ctx.client.base_url), self.config.register_allow)
+            except RegisterRefused as err:
+                raise HarnessError(str(err)) from None
+            await asyncio.to_thread(self._register, root)
         identity = hashlib.sha256(json.dumps(task, sort_keys=True).encode()).hexdigest()
         ticket = self._gatherer.join(identity, request["task_id"], task, None)
         try:
@@ -101,9 +112,17 @@ class PolarHarness(Harness[PolarHarnessConfig]):
             raise
         except (ControlApiError, TaskFailed, TimeoutError) as err:
             raise HarnessError(f"Polar task {ticket.task_id}: {err}") from err
-        calls = commit_session(
-            trace, result, capture_reader(open_store(self._store), result.task_id, result.session_id)
-        )
+        except Exception as err:  # noqa: BLE001 (verifiers records a HarnessError as the rollout's failure)
+            raise HarnessError(f"Polar task {ticket.task_id}: {type(err).__name__}: {err}") from err
+        try:
+            calls = commit_session(
+                trace, result, capture_reader(open_store(self._store), result.task_id, result.session_id)
+            )
+        except Exception as err:  # noqa: BLE001
+            raise HarnessError(
+                f"Polar session {result.session_id}: reading its captures: {type(err).__name__}: {err}"
+            ) from err
+        short = self._gatherer.short_reason(ticket)
         trace.info["polar"] = {
             "task_id": result.task_id,
             "group_id": result.task_id,
@@ -115,13 +134,15 @@ class PolarHarness(Harness[PolarHarnessConfig]):
             "traces": len(result.traces),
             "calls": calls,
             "error": result.error,
+            "group_short": short,
         }
+        if short is not None:
+            trace.record_metric("polar_group_short", 1.0)
         if result.reward is not None:
             trace.record_metric("polar_reward", float(result.reward))
         return ProgramResult(exit_code=0 if result.status == "COMPLETED" else 1, stdout="", stderr=result.error or "")
 
-    def _register(self, base_url: str) -> None:
-        root = base_url.rstrip("/").removesuffix("/v1")
+    def _register(self, root: str) -> None:
         try:
             self._client.register_replica(root)
         except ControlApiError as err:
@@ -149,7 +170,15 @@ def _shared(config: PolarHarnessConfig, store: str) -> tuple[ControlClient, Gath
             "$POLAR_CONTROL_URL (or --env.agent.harness.control), $POLAR_CONTROL_TOKEN (or "
             "--env.agent.harness.control-token-file FILE) and $POLAR_STORE (or --env.agent.harness.store)"
         )
-    key = (control, hashlib.sha256(token.encode()).hexdigest(), store, config.gather_seconds, config.group_size, config.timeout)
+    key = (
+        control,
+        hashlib.sha256(token.encode()).hexdigest(),
+        store,
+        config.gather_seconds,
+        config.group_size,
+        config.group_timeout,
+        config.timeout,
+    )
     with _SHARED_LOCK:
         if key in _SHARED:
             return _SHARED[key]
@@ -167,7 +196,13 @@ def _shared(config: PolarHarnessConfig, store: str) -> tuple[ControlClient, Gath
             submitted = client.submit(task)
             yield from client.stream_results(submitted["task_id"], timeout_s=config.timeout, poll_s=0.5)
 
-        gatherer = Gatherer(drive, f"vf{secrets.token_hex(4)}", gather_s=config.gather_seconds, group_size=config.group_size)
+        gatherer = Gatherer(
+            drive,
+            f"vf{secrets.token_hex(4)}",
+            gather_s=config.gather_seconds,
+            group_size=config.group_size,
+            group_timeout_s=config.group_timeout,
+        )
         _SHARED[key] = (client, gatherer)
         return client, gatherer
 
