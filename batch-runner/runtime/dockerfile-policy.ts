@@ -350,3 +350,32 @@ export function dockerfileBytesRefusals(bytes: Uint8Array): string[] {
   }
   return dockerfileRefusals(text);
 }
+
+/** The images the Dockerfile's FROMs name (not earlier stages, not scratch): whose ONBUILD triggers a build runs. */
+export function baseImagesOf(text: string): { line: number; image: string }[] {
+  const stages = new Set<string>();
+  const out: { line: number; image: string }[] = [];
+  for (const ins of dockerfileInstructions(text)) {
+    if (ins.keyword !== "FROM") continue;
+    const words = splitFlags(ins.args).rest.split(/\s+/);
+    const image = words[0] ?? "";
+    if (image !== "scratch" && !stages.has(image.toLowerCase())) out.push({ line: ins.line, image });
+    stages.add(String(stages.size));
+    if (words.length === 3) stages.add((words[2] as string).toLowerCase());
+  }
+  return out;
+}
+
+/** Why each of a base image's ONBUILD triggers (which run in a build FROM it) may not, or []. */
+export function onbuildRefusals(triggers: string[]): string[] {
+  const out: string[] = [];
+  for (const trigger of triggers) {
+    const ins = dockerfileInstructions(trigger);
+    const why =
+      ins.length !== 1
+        ? "not one instruction"
+        : instructionRefusal({ ...(ins[0] as DockerfileInstruction), line: 0 }, { stages: new Set() }, true);
+    if (why) out.push(`ONBUILD ${trigger}: ${why.replace(/^line 0: /, "")}`);
+  }
+  return out;
+}

@@ -5,6 +5,7 @@ import { isAbsolute, join, sep } from "node:path";
 import type { ContainerEngine } from "./container-engine.ts";
 import { engineEnv } from "./container-engine.ts";
 import { dockerfileBytesRefusals, dockerfileRefusals } from "./dockerfile-policy.ts";
+import { checkedBases } from "./image-build-bases.ts";
 import { splitBuildContext } from "./image-build-ref.ts";
 import { RuntimeSpecRefused } from "./runtime-spec-refused.ts";
 import { spawnGroup } from "./spawn-group.ts";
@@ -151,11 +152,9 @@ export async function buildImage(
   const { dir: contextDir, timeoutMs: own } = splitBuildContext(context);
   const timeoutMs = own === null ? opts.timeoutMs : Math.min(own, opts.timeoutMs);
   const dir = await checkedContext(contextDir, opts.buildDirs);
-  const dockerfile = checkedDockerfile(
-    await readFile(join(dir, "Dockerfile")),
-    `${contextDir}/Dockerfile`,
-    opts.baseImages,
-  );
+  const name = `${contextDir}/Dockerfile`;
+  const checked = checkedDockerfile(await readFile(join(dir, "Dockerfile")), name, opts.baseImages);
+  const dockerfile = await checkedBases(engine, run, checked, name, timeoutMs);
   const hash = createHash("sha256").update(`${dockerfile}\0`);
   for (const local of Object.values(opts.baseImages).sort()) {
     // A mapped base rebuilt under the same name is a new input.

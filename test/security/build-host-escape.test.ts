@@ -24,10 +24,13 @@ if (!lane.ok) console.warn(`build-host-escape: skipped: ${lane.reason}`);
 
 describe.skipIf(!lane.ok)("a task's Dockerfile cannot reach the host through the build (podman)", () => {
   let root: string;
+  /** Images this file made (and any a regression built): removed at the end. */
+  const images: string[] = [];
   beforeAll(async () => {
     root = await mkdtemp(join(tmpdir(), "polar-build-escape-"));
   });
   afterAll(async () => {
+    if (images.length) spawnSync("podman", ["rmi", "-f", ...images]);
     await rm(root, { recursive: true, force: true });
   });
 
@@ -62,15 +65,63 @@ describe.skipIf(!lane.ok)("a task's Dockerfile cannot reach the host through the
       (e: Error) => e,
     );
     const written = await readFile(marker, "utf8").catch(() => null);
-    if (!(err instanceof RuntimeSpecRefused)) {
-      // A regression built it: its image goes, so a rerun builds (and escapes) again.
-      const ref = err.message.replace(/^built /, "");
-      spawnSync("podman", ["rmi", "-f", ref]);
-    }
+    // A regression built it: its image goes (afterAll), so a rerun builds (and escapes) again.
+    if (!(err instanceof RuntimeSpecRefused)) images.push(err.message.replace(/^built /, ""));
     expect(written, "the build wrote a host file").toBeNull();
     expect(err).toBeInstanceOf(RuntimeSpecRefused);
     expect(err.message).toMatch(
       /environment\/Dockerfile: the runner does not build this Dockerfile, nothing was built:\nline 4: RUN --mount: refused: a build mount can reach host paths .*CVE-2024-1753/,
+    );
+  }, 120_000);
+  it("refuses a base image whose ONBUILD trigger mounts a link to / (the Dockerfile itself holds only FROM)", async () => {
+    if (!lane.ok) return;
+    const nonce = randomBytes(6).toString("hex");
+    const marker = join(root, `written-by-trigger-${nonce}.txt`);
+    // What a task's author would publish: an image holding the link, and a base whose trigger mounts it.
+    const link = `localhost/polar-escape-link:${nonce}`;
+    const base = `localhost/polar-escape-base:${nonce}`;
+    images.push(link, base);
+    const made = (tag: string, text: string, format: string[] = []) => {
+      const dir = join(root, tag.replace(/\W/g, "-"));
+      spawnSync("mkdir", ["-p", dir]);
+      spawnSync("sh", ["-c", `cat > ${dir}/Dockerfile`], { input: text });
+      const res = spawnSync(
+        lane.cli[0] as string,
+        [...lane.cli.slice(1), "build", ...format, "-t", tag, dir],
+        {
+          encoding: "utf8",
+          timeout: 120_000,
+        },
+      );
+      expect(res.status, res.stderr).toBe(0);
+    };
+    made(link, `FROM ${lane.image}\nRUN ln -s / /hostroot && echo ${nonce} > /nonce\n`);
+    made(
+      base,
+      `FROM ${lane.image}\nONBUILD RUN --mount=type=bind,from=${link},source=/hostroot,target=/h,rw echo ${nonce} > /h${marker}; true\n`,
+      ["--format", "docker"],
+    );
+    const context = join(root, "collection", "trigger", "environment");
+    await mkdir(context, { recursive: true });
+    await writeFile(join(context, "Dockerfile"), `FROM ${base}\nRUN echo ${nonce} > /built\n`);
+    const engine = await resolveContainerEngine("podman");
+    const err = await buildImage(engine, context, {
+      baseImages: {},
+      buildDirs: [root],
+      timeoutMs: 120_000,
+    }).then(
+      (built) => {
+        images.push(built.ref);
+        return new Error(`built ${built.ref}`);
+      },
+      (e: Error) => e,
+    );
+    expect(await readFile(marker, "utf8").catch(() => null), "the build wrote a host file").toBeNull();
+    expect(err).toBeInstanceOf(RuntimeSpecRefused);
+    expect(err.message).toMatch(
+      new RegExp(
+        `line 1: FROM ${base}: the image's ONBUILD triggers run in this build, and the runner does not build them, nothing was built:\nONBUILD RUN --mount=type=bind,from=${link}.*: RUN --mount: refused`,
+      ),
     );
   }, 120_000);
 });

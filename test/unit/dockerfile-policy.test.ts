@@ -1,9 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { readDockerfile } from "../../batch-runner/harbor/dockerfile.ts";
 import {
+  baseImagesOf,
   dockerfileBytesRefusals,
   dockerfileInstructions,
   dockerfileRefusals,
+  onbuildRefusals,
 } from "../../batch-runner/runtime/dockerfile-policy.ts";
 
 /*
@@ -144,5 +146,21 @@ describe("the Dockerfile a runner builds", () => {
     expect(readDockerfile(`${text}WORKDIR /app\n`, "environment/Dockerfile", { build: true }).workdir).toBe(
       "/app",
     );
+  });
+  it("names the base images whose ONBUILD triggers a build runs, and holds those triggers to the same rules", () => {
+    expect(baseImagesOf("FROM a:1 AS s\nFROM s\nFROM --platform=x b AS t\nFROM scratch\nFROM a:1\n")).toEqual(
+      [
+        { line: 1, image: "a:1" },
+        { line: 3, image: "b" },
+        { line: 5, image: "a:1" },
+      ],
+    );
+    expect(onbuildRefusals(["COPY . /app", "RUN make"])).toEqual([]);
+    expect(
+      onbuildRefusals(["RUN --mount=type=bind,from=evil/link,source=/hostroot,target=/h true", "FROM x"]),
+    ).toEqual([
+      expect.stringMatching(/^ONBUILD RUN --mount=.*: RUN --mount: refused/),
+      expect.stringMatching(/^ONBUILD FROM x: FROM: not allowed in ONBUILD/),
+    ]);
   });
 });
