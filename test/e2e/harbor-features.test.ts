@@ -165,8 +165,11 @@ describe.skipIf(!lane.ok)("Harbor task.toml features run on podman", () => {
     expect(idle.reward).toBe(0);
     const idleSteps = (idle.evaluation as { metadata: { steps: { name: string; reward: number }[] } })
       .metadata.steps;
-    // create scored 0 < its min_reward 1: append never ran.
-    expect(idleSteps.map((s) => [s.name, s.reward])).toEqual([["create", 0]]);
+    // create scored 0 < its min_reward 1: append never ran, and counts 0 (issue 49).
+    expect(idleSteps.map((s) => [s.name, s.reward])).toEqual([
+      ["create", 0],
+      ["append", null],
+    ]);
   });
 
   it("records each step's reward as a step reward on the turns that step produced", () => {

@@ -491,6 +491,8 @@ const harborSteps: RewardCase = {
   right: "if [ -e extra.txt ]; then cat extra.txt >> notes.txt; else cp header.txt notes.txt; fi",
   judgeFiles: { "tests/test.sh": 'echo 1 > "$HOME/harbor/logs/verifier/reward.txt"' },
   controlReward: 0.5,
+  // Each step is judged as the harbor case is (its shared tricks run there).
+  generic: false,
   tricks: [
     { name: "later-step-file-blocked", steps: "mkdir -p extra.txt" },
     { name: "later-step-file-dangling-link", steps: "ln -s /nonexistent/extra.txt extra.txt" },
