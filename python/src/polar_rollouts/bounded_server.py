@@ -127,9 +127,9 @@ class BoundedHandler(BaseHTTPRequestHandler):
     server: BoundedHTTPServer
 
     def setup(self) -> None:
-        # Every single read or write also gives up after idle_s (a peer that stops reading).
-        self.timeout = self.server.idle_s
         super().setup()
+        # Every single read or write also gives up after idle_s (a peer that stops reading).
+        self.connection.settimeout(self.server.idle_s)
 
     def handle_one_request(self) -> None:
         self.server.arm(self.connection)

@@ -139,7 +139,7 @@ def make_server(
                 return
             if self.path == "/global_config_dict_yaml":
                 # The credential travels in the host, so only a caller that presented it gets it back.
-                me = {"host": f"polar:{token}@{host}", "port": self.server.server_port}  # type: ignore[attr-defined]
+                me = {"host": f"polar:{token}@{host}", "port": self.server.server_port}
                 config = {"head_server": me, name: {"responses_api_agents": {name: me}}}
                 # NeMo Gym json.loads this body, then reads it as YAML: a JSON string of JSON is both.
                 self._send(200, json.dumps(config))
