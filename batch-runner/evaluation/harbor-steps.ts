@@ -107,10 +107,11 @@ export function aggregateSteps(
       names.map((k) => [k, perStep.reduce((sum, r) => sum + (r[k] ?? 0), 0) / perStep.length]),
     );
   }
-  const key = Object.hasOwn(rewards, cfg.reward_key) ? cfg.reward_key : names.length === 1 ? names[0] : null;
+  const keys = Object.keys(rewards);
+  const key = Object.hasOwn(rewards, cfg.reward_key) ? cfg.reward_key : keys.length === 1 ? keys[0] : null;
   if (key === null || key === undefined)
     throw new Error(
-      `the steps' rewards have no ${JSON.stringify(cfg.reward_key)} (${names.join(", ") || "none"})`,
+      `the steps' rewards have no ${JSON.stringify(cfg.reward_key)} (${keys.join(", ") || "none"})`,
     );
   return {
     outcome_reward: rewards[key] as number,
@@ -123,7 +124,9 @@ export function aggregateSteps(
           ? {
               name,
               reward: o.evaluation?.outcome_reward ?? null,
-              ...(o.evaluation ? { rewards: stepRewards(o.evaluation), metadata: o.evaluation.metadata } : {}),
+              ...(o.evaluation
+                ? { rewards: stepRewards(o.evaluation), metadata: o.evaluation.metadata }
+                : {}),
               ...(o.error ? { error: o.error } : {}),
             }
           : { name, reward: null, error: "did not run: an earlier step or the budget ended the steps" },

@@ -65,6 +65,14 @@ describe("a multi-step task's reward when a step got none (issue 49)", () => {
         judged("s3", { reward: 1 }),
       ]),
     ).toBe(1);
+    // The last step's lone key is its reward, whatever keys the earlier steps wrote.
+    expect(
+      reward("final", [
+        judged("s1", { style: 0 }),
+        judged("s2", { style: 0 }),
+        judged("s3", { accuracy: 0.5 }),
+      ]),
+    ).toBe(0.5);
   });
 
   it("no step judged leaves the session ERROR; a negative reward with a step missing leaves it unrewarded", () => {
