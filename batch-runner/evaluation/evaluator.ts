@@ -19,6 +19,11 @@ export interface EvaluationContext {
   freshRuntime: () => Promise<Runtime>;
   /** Where `files[...].from` host paths may be read (the operator's `--files-dir`); none when absent. */
   hostFiles?: ModulePolicy;
+  /**
+   * The task's `agent.harness`: a judge that trusts the work dir only where the agent cannot write
+   * it at will (no shell) refuses the others (examples/computer-use/judge.mjs).
+   */
+  harness?: string;
   /** A stepped session's steps as they ran (session-steps.ts); absent for a one-instruction task. */
   steps?: StepOutcome[];
 }

@@ -83,6 +83,7 @@ export async function postrunSession(deps: SessionDeps, s: RanSession): Promise<
       config: s.task.evaluator.config,
       freshRuntime: () => s.fresh.get(),
       hostFiles: deps.hostFiles,
+      harness: s.task.agent.harness,
       ...(s.stepOutcomes ? { steps: s.stepOutcomes } : {}),
     });
     trajectory = evaluated.trajectory;

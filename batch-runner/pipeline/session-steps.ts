@@ -108,6 +108,7 @@ function stepContext(s: PreparedSession, deps: SessionDeps, exec: ExecResult): E
     config: s.task.evaluator.config,
     freshRuntime: () => s.fresh.get(),
     hostFiles: deps.hostFiles,
+    harness: s.task.agent.harness,
   };
 }
 
