@@ -5,6 +5,10 @@
  * work dir are replayed in a fresh runtime (same prepare steps, so its own seed) by the app's own
  * state code, and every field in `config.expect` must hold its value there.
  *
+ * The log is in the work dir, written by the app as the agent's own user: only a harness that has
+ * no shell can be trusted not to write it. Any other harness is refused (the session ends ERROR):
+ * a shell could append the expected save itself and be paid as if the form had been filled.
+ *
  *   "evaluator": {"strategy": "./examples/computer-use/judge.mjs",
  *                 "config": {"expect": {"full_name": "Ada Lovelace"}}}
  */
@@ -15,6 +19,11 @@ import { fileURLToPath } from "node:url";
 
 const APP_DIR = fileURLToPath(new URL("./app/", import.meta.url));
 const EVENTS = ".app/events.jsonl";
+/**
+ * Harnesses whose agent acts only through the browser: no shell, no tool that writes a work-dir
+ * path it names (browser-use's own files go to its own directory, under names without a `/`).
+ */
+const SHELL_FREE_HARNESSES = ["browser_use"];
 /** More than any form task needs; a bigger log is read up to here (the rest is no event). */
 const MAX_EVENTS_BYTES = 1 << 20;
 
@@ -45,6 +54,11 @@ export default {
   needsFreshRuntime: true,
   async evaluate(_trajectory, ctx) {
     const expect = expected(ctx.config);
+    if (!SHELL_FREE_HARNESSES.includes(ctx.harness)) {
+      throw new Error(
+        `computer_use_form judges only ${SHELL_FREE_HARNESSES.join(", ")} sessions: harness ${ctx.harness ?? "(not given)"} can write ${EVENTS} itself, so its log proves nothing`,
+      );
+    }
     const events = await readEvents(ctx.runtime);
     const fresh = await ctx.freshRuntime();
     try {
