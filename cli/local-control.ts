@@ -7,6 +7,7 @@ import type { TaskCeilings } from "../batch-runner/runtime/task-ceilings.ts";
 import type { NodeProxyOptions } from "../proxy-worker/node.ts";
 import type { ReplicaAddressKind } from "../proxy-worker/routing/replica-address.ts";
 import type { EngineName } from "../shared/engines.ts";
+import { keys } from "../shared/keys.ts";
 import { openStore } from "../shared/node/open-store.ts";
 import type { SessionResult } from "../shared/schemas/trajectory.ts";
 import type { ObjectStore } from "../shared/store/object-store.ts";
@@ -70,6 +71,9 @@ export async function startLocalControl(opts: LocalControlOptions = {}): Promise
   const storeDir = join(resolve(opts.outDir ?? ".polar/serve"), "store");
   await makeDir(storeDir);
   const store = openStore(storeDir);
+  // One process: a trainer's replicas and version last as long as it does (docs/control-api.md
+  // "Where this state lives"); a fleet's `polar proxy` keeps them across restarts instead.
+  await forgetRuntimeState(store);
   const signingKey = randomBytes(32).toString("hex");
   const controlToken = opts.controlToken ?? randomBytes(16).toString("hex");
   const maxReceives = opts.maxReceives ?? RUNNER_DEFAULTS.maxReceives;
@@ -120,4 +124,9 @@ export async function startLocalControl(opts: LocalControlOptions = {}): Promise
     await close();
     throw err;
   }
+}
+
+/** A new `polar serve` starts from its flags, as before the state moved to the store. */
+async function forgetRuntimeState(store: ObjectStore): Promise<void> {
+  await Promise.all([store.delete(keys.runtimeReplicas()), store.delete(keys.runtimePolicyVersion())]);
 }

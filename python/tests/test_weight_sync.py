@@ -136,6 +136,29 @@ def test_an_engine_without_a_version_needs_the_control_api(engine: tuple[str, ty
         sync.set_version("step-5")
 
 
+def test_an_engine_with_a_version_also_gets_it_through_the_control_api(
+    engine: tuple[str, type[Engine]], tmp_path: Path
+) -> None:
+    # The proxy reads the trainer's version from its store when the engine's /weight_info read fails
+    # under load, so the step goes both ways, before the resume (docs/engines.md "Versions under load").
+    url, handler = engine
+
+    class Control:
+        def set_policy_version(self, version: int) -> None:
+            handler.log.append(("control", str(version)))
+
+    sync = VllmWeightSync(url, tmp_path, control=Control())
+    assert sync.version_source == "engine"
+    handler.log.clear()
+    sync.push({"w": torch.ones(2)}, 6)
+    assert handler.log[-3:] == [("GET", "/weight_info"), ("control", "6"), ("POST", "/resume")]
+    sync.set_version(7)
+    assert handler.log[-2:] == [("POST", "/update_weight_version"), ("control", "7")]
+    handler.log.clear()
+    sync.set_version("step-8")  # a label: the engine's alone (the control API orders integer steps)
+    assert handler.log == [("POST", "/update_weight_version")]
+
+
 def test_refusals(engine: tuple[str, type[Engine]], tmp_path: Path) -> None:
     url, _ = engine
     with pytest.raises(WeightSyncError, match="lack 1 tensor"):

@@ -7,8 +7,11 @@ One sequence, shared by every plug-in and example (docs/rl-on-cpu.md "Versions a
 2. write the weights over the engine's own safetensors file(s), under the file's own keys;
 3. ``POST /collective_rpc {"method": "reload_weights"}``: the engine reloads them from disk;
 4. set the version: ``POST /update_weight_version`` and check ``GET /weight_info`` (the proxy reads
-   it around every call); an engine with no ``/weight_info`` gets it through Polar's control API
-   (``ControlClient.set_policy_version``) instead;
+   it around every call), and, given a control client and an integer version, also through
+   Polar's control API (``ControlClient.set_policy_version``): every proxy reads that one from its
+   store, so a capture whose ``/weight_info`` read failed under load still names the step
+   (docs/engines.md "Versions under load"); an engine with no ``/weight_info`` gets it through the
+   control API alone;
 5. ``POST /resume``, always, so a failed push never leaves an engine paused.
 
 The RL endpoints exist when vLLM runs with ``VLLM_SERVER_DEV_MODE=1`` (``scripts/engine.sh``).
@@ -153,6 +156,7 @@ class VllmWeightSync:
                     if str(now) != tag:
                         raise WeightSyncError(f"{url} reports weight version {now!r} after the push of {tag!r}")
                     reported[url] = str(now)
+                self._also_to_control(version)
             else:
                 self._set_control_version(version)
                 reported = {url: None for url in self.engine_urls}
@@ -167,8 +171,15 @@ class VllmWeightSync:
         if self.version_source == "engine":
             for url in self.engine_urls:
                 self._http("POST", f"{url}/update_weight_version", {"new_version": tag})
+            self._also_to_control(version)
         else:
             self._set_control_version(version)
+
+    def _also_to_control(self, version: int | str) -> None:
+        # Before the resume: a call the pause froze ends under the new version on either source.
+        # A label that is not a step number has no order the control API could keep: engine only.
+        if self.control is not None and not isinstance(version, bool) and str(version).isdigit():
+            self.control.set_policy_version(int(version))
 
     def _set_control_version(self, version: int | str) -> None:
         # Polar's control API orders versions: they are the trainer's step counter.

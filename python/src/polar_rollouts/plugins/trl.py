@@ -32,6 +32,7 @@ generation after an optimizer step calls the shared vLLM weight sync (polar_roll
 from __future__ import annotations
 
 import copy
+import logging
 import os
 import secrets
 from collections.abc import Callable, Mapping, Sequence
@@ -50,6 +51,7 @@ from .trl_compat import check_installed
 # Before anything uses TRL's private names: a TRL that renamed them fails here, naming the range.
 check_installed()
 
+_log = logging.getLogger(__name__)
 CHECKED_TRL = "1.16"
 # TRL forwards every rollout_func key but these to the reward functions.
 KEYS = ("prompt_ids", "completion_ids", "logprobs", "env_mask")
@@ -291,6 +293,8 @@ class PolarRolloutFunc:
         self.raw_logprobs = raw_logprobs
         self.calls = 0
         self.syncs: list[SyncReport] = []
+        # Sessions whose rows carry no policy version (reported, never silently): see __call__.
+        self.unknown_versions = 0
         self.task_ids: list[str] = []
         self._trainer: Any = None
 
@@ -337,6 +341,20 @@ class PolarRolloutFunc:
                 row["polar_task_id"] = task_id
                 for key, value in row.items():
                     out.setdefault(key, []).append(value)
+        rows = zip(out["polar_session_id"], out["polar_policy_version"], out["polar_traces"], strict=True)
+        unknown = [sid for sid, v, traces in rows if v is None and traces]
+        if unknown:
+            # A version the proxy could not learn (the engine's /weight_info read failed and no trainer
+            # version was set) is carried as None, said here rather than passed on silently; each
+            # capture's policy_version_note says why (docs/engines.md "Versions under load").
+            _log.warning(
+                "polar_rollout_func: %d of %d sessions have no policy version (e.g. %s); see policy_version_note "
+                "on their captures",
+                len(unknown),
+                len(out["polar_session_id"]),
+                unknown[0],
+            )
+        self.unknown_versions += len(unknown)
         return out
 
     def sync_weights(self) -> None:
