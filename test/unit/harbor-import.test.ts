@@ -298,6 +298,12 @@ describe("task.toml features Harbor runs (test/fixtures/harbor-features)", () =>
     );
   });
 
+  it("refuses more [[steps]] than a task may have (issue 49)", async () => {
+    const steps = Array.from({ length: 33 }, (_, i) => `[[steps]]\nname = "s${i}"\n`).join("");
+    const dir = await taskDir({ "task.toml": `${TASK["task.toml"]}${steps}` });
+    expect(await refusal(dir)).toBe("task.toml: steps: 33 steps, more than the 32 a task may have");
+  });
+
   it("reads skills_dir, `version` and a Dockerfile with COPY and RUN from its context", async () => {
     const { task, warnings } = await importHarborTask(join(FEATURES, "skill-stamp"), {
       agent: { harness: "pi" },
