@@ -269,7 +269,11 @@ function instructionRefusal(ins: DockerfileInstruction, ctx: Context, inOnbuild:
     return `${at}: "<<" (a heredoc) is refused: BuildKit reads the lines after it as a file, older builders as instructions; COPY a file from the build context, or write it with printf in a one-line RUN`;
   if (keyword === "ADD")
     for (const src of addSources(rest))
-      if (/^[a-z][a-z0-9+.-]*:\/\//i.test(src) || /^git@/.test(src) || /\.git(#.*)?$/.test(src))
+      if (
+        /^[a-z][a-z0-9+.-]*:\/\//i.test(src) ||
+        /^(git@|github\.com\/)/.test(src) ||
+        /\.git(#.*)?$/.test(src)
+      )
         return `${at} ${src}: a remote source is fetched by the engine on the host (its loopback and metadata addresses included); download it in a RUN step, which runs inside the build container`;
   if (keyword === "FROM") {
     if (inOnbuild) return `${at}: not allowed in ONBUILD`;
@@ -336,7 +340,7 @@ export function dockerfileRefusals(text: string): string[] {
   }
   // Read with every stage known, so a --from naming a later stage is refused only by the proper read.
   for (const why of physicalLineRefusals(text, ctx))
-    if (!out.some((o) => o.startsWith(why.split(":")[0] as string))) out.push(why);
+    if (!out.some((o) => o.startsWith(`${why.split(":")[0]}:`))) out.push(why);
   return out;
 }
 

@@ -59,7 +59,7 @@ async function triggersOf(
       throw new RuntimeSpecRefused(
         `the base image ${ref}: its ONBUILD triggers could not be read:\n${tail(res)}`,
       );
-    return JSON.parse(res.stdout.trim() || "null");
+    return parsed(res.stdout.trim() || "null", ref);
   }
   const res = await spawnGroup(["buildah", "inspect", "--type", "image", id], {
     env: engineEnv(),
@@ -71,9 +71,17 @@ async function triggersOf(
       `the base image ${ref}: podman shows no image's ONBUILD triggers (which run in this build) and buildah, which does, ${res.exitCode === 127 || /ENOENT|not found/i.test(res.stderr) ? "is not installed" : `failed:\n${tail(res)}`}; install buildah beside podman (apt-get install buildah), or build with docker`,
     );
   return (
-    (JSON.parse(res.stdout) as { Docker?: { config?: { OnBuild?: unknown } } }).Docker?.config?.OnBuild ??
+    (parsed(res.stdout, ref) as { Docker?: { config?: { OnBuild?: unknown } } }).Docker?.config?.OnBuild ??
     null
   );
+}
+
+function parsed(text: string, ref: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new RuntimeSpecRefused(`the base image ${ref}: its ONBUILD triggers could not be read (not JSON)`);
+  }
 }
 
 /** `dockerfile` with each base checked (and on podman pinned to its id); refuses a base whose triggers the rules refuse. */
@@ -85,7 +93,8 @@ export async function checkedBases(
   timeoutMs: number,
 ): Promise<string> {
   const ids = new Map<string, string>();
-  for (const { line, image } of baseImagesOf(dockerfile)) {
+  const bases = baseImagesOf(dockerfile);
+  for (const { line, image } of bases) {
     if (ids.has(image)) continue;
     const id = await imageId(engine, run, image, timeoutMs);
     const triggers = await triggersOf(engine, run, id, image);
@@ -100,10 +109,14 @@ export async function checkedBases(
     ids.set(image, id);
   }
   if (engine.kind !== "podman") return dockerfile;
-  const pinned = dockerfile.replace(
-    /^(\s*FROM\s+(?:--\S+\s+)*)(\S+)/gim,
-    (all, head: string, image: string) => (ids.has(image) ? `${head}${ids.get(image)}` : all),
-  );
+  // Only the FROM lines that name an image: a later `FROM x` naming a stage called x stays.
+  const lines = dockerfile.split("\n");
+  for (const { line, image } of bases)
+    lines[line - 1] = (lines[line - 1] as string).replace(
+      /^(\s*FROM\s+(?:--\S+\s+)*)(\S+)/i,
+      (all, head: string, named: string) => (named === image ? `${head}${ids.get(image)}` : all),
+    );
+  const pinned = lines.join("\n");
   for (const { line, image } of baseImagesOf(pinned))
     if (!ID.test(image))
       throw new RuntimeSpecRefused(

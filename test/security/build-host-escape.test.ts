@@ -124,4 +124,44 @@ describe.skipIf(!lane.ok)("a task's Dockerfile cannot reach the host through the
       ),
     );
   }, 120_000);
+  it("still builds what the rules allow: a base with a harmless trigger, a later FROM naming a stage called like the base", async () => {
+    if (!lane.ok) return;
+    const nonce = randomBytes(6).toString("hex");
+    const base = `polar-escape-ok-${nonce}`;
+    images.push(`localhost/${base}:latest`);
+    const dir = join(root, base);
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, "Dockerfile"), `FROM ${lane.image}\nONBUILD RUN echo ${nonce} > /trigger\n`);
+    const made = spawnSync(
+      lane.cli[0] as string,
+      [...lane.cli.slice(1), "build", "--format", "docker", "-t", base, dir],
+      {
+        encoding: "utf8",
+        timeout: 120_000,
+      },
+    );
+    expect(made.status, made.stderr).toBe(0);
+    const context = join(root, "collection", "ok", "environment");
+    await mkdir(context, { recursive: true });
+    // The runner pins line 1's FROM to the id it read; line 3's FROM is the stage, not the image.
+    await writeFile(
+      join(context, "Dockerfile"),
+      `FROM ${base} AS ${base}\nRUN echo stage > /stage\nFROM ${base}\nRUN cat /trigger /stage > /both\n`,
+    );
+    const engine = await resolveContainerEngine("podman");
+    const built = await buildImage(engine, context, {
+      baseImages: {},
+      buildDirs: [root],
+      timeoutMs: 120_000,
+    });
+    images.push(built.ref);
+    const both = spawnSync(
+      "podman",
+      [...engine.globalFlags, "run", "--rm", ...engine.runFlags, built.ref, "cat", "/both"],
+      {
+        encoding: "utf8",
+      },
+    );
+    expect(both.stdout).toBe(`${nonce}\nstage\n`);
+  }, 120_000);
 });
