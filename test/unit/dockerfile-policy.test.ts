@@ -1,5 +1,9 @@
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readDockerfile } from "../../batch-runner/harbor/dockerfile.ts";
+import { importHarborTask } from "../../batch-runner/harbor/import-task.ts";
 import {
   baseImagesOf,
   dockerfileBytesRefusals,
@@ -162,5 +166,27 @@ describe("the Dockerfile a runner builds", () => {
       expect.stringMatching(/^ONBUILD RUN --mount=.*: RUN --mount: refused/),
       expect.stringMatching(/^ONBUILD FROM x: FROM: not allowed in ONBUILD/),
     ]);
+  });
+  it("import-harbor refuses such a task, and takes it with docker_image (the Dockerfile then is never built here)", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "polar-dockerfile-policy-"));
+    try {
+      await mkdir(join(dir, "environment"), { recursive: true });
+      await mkdir(join(dir, "tests"), { recursive: true });
+      await writeFile(join(dir, "instruction.md"), "Do it.\n");
+      await writeFile(join(dir, "tests", "test.sh"), "#!/bin/sh\necho 1 > /logs/verifier/reward.txt\n");
+      await writeFile(
+        join(dir, "environment", "Dockerfile"),
+        "FROM debian:bookworm-slim AS link\nRUN ln -s / /hostroot\nFROM debian:bookworm-slim\nRUN --mount=type=bind,from=link,source=/hostroot,target=/h,rw true\nWORKDIR /app\n",
+      );
+      await writeFile(join(dir, "task.toml"), 'version = "1.0"\n');
+      const err = await importHarborTask(dir, { agent: { harness: "pi" } }).catch((e: Error) => e);
+      expect(String(err)).toMatch(/environment\/Dockerfile line 4: RUN --mount: refused/);
+      await writeFile(join(dir, "task.toml"), 'version = "1.0"\n[environment]\ndocker_image = "x/y:1"\n');
+      expect((await importHarborTask(dir, { agent: { harness: "pi" } })).task.runtime).toMatchObject({
+        image: "prebuilt:x/y:1",
+      });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
