@@ -20,6 +20,7 @@ import { readCaptures } from "../support/proxy.ts";
 // other; versions only go forward across both; a store that cannot be read refuses the call.
 const KEY = "shared-state-signing-key";
 const CONTROL = "shared-state-control";
+const ADMIN = "shared-state-admin";
 
 let a: PolicyServer;
 let b: PolicyServer;
@@ -35,6 +36,7 @@ const start = (s: ObjectStore) =>
     port: 0,
     signingKey: KEY,
     log: () => {},
+    adminToken: ADMIN,
     control: { jobs: new MemoryQueue(), controlToken: CONTROL },
   });
 
@@ -113,6 +115,22 @@ describe("a trainer's replica set and version, shared by two proxies on one stor
     expect((await oneCall(one)).capture?.policy_version).toBe("9");
   });
 
+  it("lets the operator start a new run on every proxy with /admin/policy-version (any version)", async () => {
+    const reset = await fetch(`${two.url}/admin/policy-version`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+      body: JSON.stringify({ version: 0 }),
+    });
+    expect(reset.status).toBe(200);
+    expect((await oneCall(one)).capture).toMatchObject({
+      policy_version: "0",
+      policy_version_source: "proxy",
+    });
+    expect((await control(one, "PUT", "/v1/policy-version", { version: 1 })).body).toMatchObject({
+      previous: "0",
+    });
+  });
+
   it("refuses a model call 503 when the store cannot say, before any engine sees it", async () => {
     const broken = new DirectoryStore(dir);
     broken.get = async () => {
@@ -162,7 +180,7 @@ describe("an engine whose version read fails", () => {
       const { capture } = await oneCall(two);
       expect(capture).toMatchObject({
         replica: engine.url,
-        policy_version: "9",
+        policy_version: "1",
         policy_version_source: "trainer",
       });
       expect(capture?.policy_version_note).toMatch(/^the engine's \/weight_info read before the call: /);
