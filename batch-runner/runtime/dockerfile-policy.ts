@@ -46,7 +46,7 @@ function isBlank(raw: string): boolean {
   return raw.replace(/[\r\n]+$/, "").replace(LEADING_SPACE, "") === "";
 }
 
-/** The instructions as the builder reads them (default escape `\`; `checkDockerfile` refuses any other). */
+/** The instructions as the builder reads them (default escape `\`; `dockerfileRefusals` refuses any other). */
 export function dockerfileInstructions(text: string): DockerfileInstruction[] {
   const lines = text.replace(/^\uFEFF/, "").split("\n");
   const out: DockerfileInstruction[] = [];
@@ -70,7 +70,9 @@ export function dockerfileInstructions(text: string): DockerfileInstruction[] {
     const split = KEYWORD_SPLIT.exec(line);
     const keyword = split ? line.slice(0, split.index) : line;
     const args = split ? line.slice(split.index + split[0].length) : "";
-    out.push({ line: start + 1, keyword: keyword.toUpperCase(), args: args.replace(TRAILING_SPACE, "") });
+    // Only an ASCII keyword is upper-cased: JS maps "ı" to "I", Go's ToLower maps "K" (Kelvin) to "k".
+    const upper = /^[A-Za-z]+$/.test(keyword) ? keyword.toUpperCase() : keyword;
+    out.push({ line: start + 1, keyword: upper, args: args.replace(TRAILING_SPACE, "") });
   }
   return out;
 }

@@ -103,6 +103,7 @@ describe("the Dockerfile a runner builds", () => {
     refused('COPY --chown="root" a b\n', /a flag may hold only/);
     refused("COPY --parents a b\n", /not a flag the runner lets a build use/);
     refused("WOR\u212aDIR /x\n", /is not an instruction the runner builds/);
+    refused("WORKD\u0131R /x\n", /is not an instruction the runner builds/);
     refused("FROB x\n", /"FROB" is not an instruction/);
     refused("RUN\u00a0--mount=type=bind,source=/,target=/h true\n", /not an instruction/);
     refused("ONBUILD ONBUILD RUN x\n", /ONBUILD ONBUILD/);
