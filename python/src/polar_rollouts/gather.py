@@ -53,6 +53,7 @@ class GroupIncomplete(TaskFailed):
 @dataclass
 class _Group:
     task_id: str
+    identity: str
     opened: float
     last_join: float
     members: list[_Member] = field(default_factory=list)
@@ -121,7 +122,7 @@ class Gatherer:
                     seq = self._seq.get(base, 0)
                     self._seq[base] = seq + 1
                     now = self._clock()
-                    opened = _Group(f"{self._run_id}.{base}.g{seq}", now, now)
+                    opened = _Group(f"{self._run_id}.{base}.g{seq}", identity, now, now)
                     self._open[identity] = opened
                     leader = True
                     self._check_split(identity, opened, repeat)
@@ -216,6 +217,9 @@ class Gatherer:
         finally:
             with self._lock:
                 group.running = False
+                # A finished group can no longer be split; nothing of it is kept past its answers.
+                if self._last.get(group.identity) is group:
+                    del self._last[group.identity]
 
     def _drive_group(self, group: _Group, task: dict[str, Any]) -> None:
         members = {m.sample_index: m for m in group.members}
