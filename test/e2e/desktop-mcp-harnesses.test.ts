@@ -18,11 +18,12 @@ import { POLAR, readSessionResult, runProcess } from "./polar-run-process.ts";
  * (examples/computer-use/desktop-tasks.jsonl) gives the agent our desktop MCP server
  * (examples/computer-use/desktop-mcp.mjs, started by the CLI from its own MCP config, inside the
  * sandbox), which starts Xvfb and the task's Tk app (it shows a code and has an entry box). The
- * dry-run policy is scripted to take a screenshot, click the box and type the code: the app writes
- * what was typed, the judge compares it with the code, reward 1; in Claude Code (Anthropic calls,
- * the image in a tool_result) and Gemini CLI (Google calls, the image as inlineData). An idle agent
- * (same task and server, it only answers) gets 0. Each screenshot reaches the proxy as a PNG,
- * stored once under blobs/sha256 though every later call re-sends it.
+ * dry-run policy is scripted to take a screenshot, click the box and type the code; in Claude Code
+ * (Anthropic calls, the image in a tool_result) and Gemini CLI (Google calls, the image as
+ * inlineData). The judge refuses both (ERROR, unpaid): each has a shell that could write the app's
+ * file itself (test/security/computer-use-desktop-forged.test.ts), and so is an idle agent's (same
+ * task and server, it only answers). Each screenshot reaches the proxy as a PNG, stored once under
+ * blobs/sha256 though every later call re-sends it.
  */
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -66,6 +67,9 @@ function geminiTask(task: Task): Task {
 /** Solved sessions: task id -> the provider shape of its calls. */
 const SOLVED = { "desktop-code": "anthropic", "desktop-code-gemini": "google" } as const;
 const IDLE = "desktop-code-idle";
+/** The judge's refusal of a harness with a shell (examples/computer-use/desktop-judge.mjs). */
+const REFUSED =
+  /desktop_code judges only sessions of a harness without a shell .*: harness (claude_code|gemini_cli) can write/;
 
 describe.skipIf(skipReason !== null)("a desktop over MCP in Claude Code and Gemini CLI (bwrap)", () => {
   let dir: string;
@@ -104,12 +108,12 @@ describe.skipIf(skipReason !== null)("a desktop over MCP in Claude Code and Gemi
     `${JSON.stringify({ ...results.get(id), trajectory: undefined }).slice(0, 3000)}\n${output.slice(-3000)}`;
 
   it.each(Object.keys(SOLVED))(
-    "%s reads the code off the screen and types it into the Tk app: reward 1",
+    "%s reads the code off the screen and types it into the Tk app; the judge refuses its shell-bearing harness",
     (id) => {
       const result = results.get(id) as SessionResult;
-      expect(result.status, account(id)).toBe("COMPLETED");
-      expect(result.evaluation?.metadata).toMatchObject({ file: ".desktop/typed.txt", typed: CODE });
-      expect(result.reward).toBe(1);
+      expect(result.status, account(id)).toBe("ERROR");
+      expect(result.error, account(id)).toMatch(REFUSED);
+      expect(result.reward).not.toBe(1);
       const requests = (captures.get(id) ?? []).map((c) => JSON.stringify(c.request));
       expect(
         requests.some((r) => r.includes(SCREEN_TOOL)),
@@ -152,10 +156,10 @@ describe.skipIf(skipReason !== null)("a desktop over MCP in Claude Code and Gemi
     expect((captures.get(IDLE) ?? []).every((c) => !c.image_refs?.length)).toBe(true);
   });
 
-  it("an agent that only answers types nothing: reward 0", () => {
+  it("an agent that only answers is refused the same way: nothing paid", () => {
     const result = results.get(IDLE) as SessionResult;
     expect(captures.get(IDLE)?.length ?? 0).toBeGreaterThan(0);
-    expect(result.evaluation?.metadata).toMatchObject({ typed: null });
-    expect(result.reward).toBe(0);
+    expect(result.error, account(IDLE)).toMatch(REFUSED);
+    expect(result.reward).not.toBe(1);
   });
 });
