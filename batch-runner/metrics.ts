@@ -1,6 +1,8 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { capConnections, defaultConnectionCap } from "../shared/node/connection-cap.ts";
+import { closeSilentConnections, FIRST_REQUEST_MS } from "../shared/node/first-request-deadline.ts";
 import type { PipelineStats, StageName } from "./pipeline/staged-pipeline.ts";
 
 /** The runner's Prometheus metrics, in their own Registry (nothing global, several runners per process work). */
@@ -52,25 +54,40 @@ export class RunnerMetrics {
     this.sessions.inc({ outcome });
   }
 
-  /** Serves `GET /metrics` on host:port (0 = ephemeral). */
-  async serve(port: number, host = "127.0.0.1"): Promise<{ url: string; close(): Promise<void> }> {
-    const server: Server = createServer((req, res) => {
-      if (req.method === "GET" && req.url?.split("?")[0] === "/metrics") {
-        this.registry.metrics().then(
-          (text) => {
-            res.writeHead(200, { "content-type": this.registry.contentType });
-            res.end(text);
-          },
-          (err) => {
-            res.writeHead(500, { "content-type": "text/plain" });
-            res.end(String(err));
-          },
-        );
-        return;
-      }
-      res.writeHead(404, { "content-type": "text/plain" });
-      res.end("not found: try GET /metrics\n");
-    });
+  /**
+   * Serves `GET /metrics` on host:port (0 = ephemeral). Like the proxy's, the listener holds a
+   * bounded number of connections and closes one whose request has not come whole within
+   * `firstRequestMs` of its accept (a scrape is one small GET): idle sockets need no credential
+   * and would otherwise take the runner's descriptors for good.
+   */
+  async serve(
+    port: number,
+    host = "127.0.0.1",
+    { firstRequestMs = FIRST_REQUEST_MS, maxConnections = defaultConnectionCap() } = {},
+  ): Promise<{ url: string; close(): Promise<void> }> {
+    const server: Server = createServer(
+      // Node checks its deadlines every 30 s by default: once a second, as the proxy does.
+      { headersTimeout: firstRequestMs, requestTimeout: firstRequestMs, connectionsCheckingInterval: 1_000 },
+      (req, res) => {
+        if (req.method === "GET" && req.url?.split("?")[0] === "/metrics") {
+          this.registry.metrics().then(
+            (text) => {
+              res.writeHead(200, { "content-type": this.registry.contentType });
+              res.end(text);
+            },
+            (err) => {
+              res.writeHead(500, { "content-type": "text/plain" });
+              res.end(String(err));
+            },
+          );
+          return;
+        }
+        res.writeHead(404, { "content-type": "text/plain" });
+        res.end("not found: try GET /metrics\n");
+      },
+    );
+    capConnections(server, maxConnections);
+    closeSilentConnections(server, firstRequestMs);
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen(port, host, () => resolve());
