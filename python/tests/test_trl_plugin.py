@@ -122,7 +122,7 @@ def test_key_mapping_broken_on_purpose_fails_trls_loop(
     def per_trace_rows(traces: Any, num_samples: int, task_id: str, end_id: int, **kw: Any) -> list[dict[str, Any]]:
         rows = []
         for t in traces:
-            row = session_row([t], **kw)
+            row = session_row([t], raw_logprobs=kw["raw_logprobs"])
             assert row is not None
             rows.append(row)
         return rows if len(rows) != num_samples else original(traces, num_samples, task_id, end_id, **kw)
