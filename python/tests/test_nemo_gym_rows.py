@@ -170,5 +170,12 @@ def test_an_unrewarded_session_goes_to_the_failures_file() -> None:
 def test_failed_rollouts_are_counted_apart_from_the_mean_reward() -> None:
     ok = verify_response(ROW, result(), "policy")
     failed = verify_response(ROW, result(status="ERROR", reward=None), "policy")
-    metrics = aggregate_metrics({"verify_responses": [ok, failed, ok]})["agent_metrics"]
-    assert metrics == {"mean/reward": 1.0, "num_rollouts": 3, "num_rewarded": 2, "num_failed": 1}
+    short = {**ok, "polar": {**ok["polar"], "group_id": "g7", "group_short": "split"}, "_ng_failure_class": "polar_group_short"}
+    metrics = aggregate_metrics({"verify_responses": [ok, failed, ok, short, short]})["agent_metrics"]
+    assert metrics == {
+        "mean/reward": 1.0,
+        "num_rollouts": 5,
+        "num_rewarded": 2,
+        "num_failed": 3,
+        "num_short_groups": 1,  # two rows of one short group
+    }
