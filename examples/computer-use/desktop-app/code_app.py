@@ -1,7 +1,8 @@
 """A one-window Tk app for the desktop tasks (docs/computer-use.md "A desktop over MCP").
 
 It shows a code and an entry box; Return (or the Submit button) writes what the entry holds to
-`.desktop/typed.txt` in the working dir, which the judge compares with the code the task expects.
+`.desktop/typed.txt` in the working dir, which the judge compares with the code the task expects
+(only in a session whose harness has no shell: one with a shell could write the file itself).
 The code comes from `.desktop/seed.json` ({"code": "..."}, written by the task's prepare steps),
 which the app deletes once read: from then on the code is on the screen only.
 
