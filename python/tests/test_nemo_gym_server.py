@@ -276,6 +276,7 @@ def serve_agent(drive: Any, **server: Any) -> tuple[Any, tuple[str, int]]:
     agent = PolarAgent(ControlClient("http://127.0.0.1:9", "control"), TEMPLATE, "r", timeout_s=5, gather_s=0.05)
     agent.gatherer = Gatherer(drive, "r", gather_s=0.05)
     srv = make_server(agent, "127.0.0.1", 0, "polar_agent", TOKEN, **server)
+    srv.agent_for_tests = agent  # type: ignore[attr-defined]
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv, ("127.0.0.1", int(srv.server_address[1]))
 
@@ -317,7 +318,7 @@ def test_a_failed_sessions_row_is_answered_in_nemo_gyms_failure_shape(status: st
     assert doc["polar"]["status"] == status
 
 
-def test_an_unexpected_error_is_answered_500_with_its_type() -> None:
+def test_any_error_of_the_session_is_a_failure_row_and_any_other_a_500_with_its_type() -> None:
     def drive(task: dict[str, Any]) -> Iterator[SessionResult]:
         raise KeyError("results")
         yield  # pragma: no cover
@@ -325,11 +326,16 @@ def test_an_unexpected_error_is_answered_500_with_its_type() -> None:
     srv, addr = serve_agent(drive)
     try:
         line, doc = answer_of(addr, ROW)
+        assert line.startswith("HTTP/1.1 200"), line
+        assert doc["_ng_failure_class"] == "polar_agent_error" and "r.t0.g0: KeyError: 'results'" in doc["error"]
+        # Outside the session (here the answer itself fails): still answered, never a dead thread.
+        agent = srv.agent_for_tests  # break its answer
+        agent.run = lambda row: (_ for _ in ()).throw(ValueError("bad answer"))
+        line, doc = answer_of(addr, ROW)
     finally:
         srv.shutdown()
         srv.server_close()
-    assert line.startswith("HTTP/1.1 500 polar agent: KeyError"), line
-    assert "KeyError" in doc["error"]["message"]
+    assert line.startswith("HTTP/1.1 500 polar agent: ValueError: bad answer"), line
 
 
 # -- idle connections (issue 49 item 5) -------------------------------------------------------

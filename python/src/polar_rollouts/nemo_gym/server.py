@@ -71,12 +71,19 @@ class PolarAgent:
         model = str(task.get("agent", {}).get("model", "policy"))
         try:
             result = self.gatherer.wait(ticket, timeout_s=self.timeout_s + 60)
-        except (TaskFailed, FutureTimeout) as err:
+        except ControlApiError:
+            raise  # the control API refused the task: the operator's to fix, answered 400/502
+        except Exception as err:  # noqa: BLE001 (whatever went wrong with the session, the row is answered)
             # No session result for this row: NeMo Gym's failure row (its failures file, the
             # collection goes on), with the group it belonged to and why.
-            klass = "polar_group_incomplete" if isinstance(err, GroupIncomplete) else "polar_task_failed"
+            if isinstance(err, GroupIncomplete):
+                klass, reason = "polar_group_incomplete", str(err)
+            elif isinstance(err, (TaskFailed, FutureTimeout)):
+                klass = "polar_task_failed"
+                reason = str(err) or f"task {ticket.task_id}: no session result within {self.timeout_s + 60:g} s"
+            else:
+                klass, reason = "polar_agent_error", f"task {ticket.task_id}: {type(err).__name__}: {err}"
             polar = {"group_id": ticket.task_id, "sample_index": ticket.member.sample_index, "status": "FAILED"}
-            reason = str(err) or f"task {ticket.task_id}: no session result within {self.timeout_s + 60:g} s"
             return failed_response(row, model, klass, reason, polar)
         answer = verify_response(row, result, model=model)
         answer["polar"].update(
