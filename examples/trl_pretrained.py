@@ -130,8 +130,9 @@ def held_out_success(
         "heldout_success": round(sum(r or 0.0 for _, r in pairs) / len(pairs), 4),
         "sessions": len(pairs),
         "failed_sessions": sum(r is None for _, r in pairs),
-        # None: the proxy's read of the engine's /weight_info timed out (a loaded machine); the
-        # capture then names no version rather than a guessed one.
+        # None: no version reached the proxy (its /weight_info read failed and no trainer version
+        # was set; the plug-in sets both since issue 51): counted here, and each capture's
+        # policy_version_note says why (docs/engines.md "Versions under load").
         "unknown_versions": versions.count(None),
         "by_family": _by_family(pairs),
         "eval_s": round(seconds - sync_s, 2),

@@ -116,7 +116,12 @@ function resolve(deps: ProxyDeps): Gateway {
     adminTokens: parseCredentials(deps.adminToken),
     policyVersion,
     runtime,
-    engineVersions: new EngineVersions(deps.engineVersions ?? engine.name === "vllm", deps.clock),
+    engineVersions: new EngineVersions(
+      deps.engineVersions ?? engine.name === "vllm",
+      deps.clock,
+      undefined,
+      () => policyVersion.get() !== null && policyVersion.setBy?.() === "trainer",
+    ),
     clock,
     codecs: deps.codecs ?? defaultCodecs,
     log,

@@ -18,6 +18,12 @@ const RECHECK_MS = 60_000;
  * way). A dead engine fails the call anyway; a slow one is worth waiting for.
  */
 const READ_TIMEOUT_MS = 15_000;
+/**
+ * The wait when the trainer has named the version too (docs/engines.md "Versions under load"): a
+ * read that misses then costs only the capture's source label, while every wait holds the call
+ * back from the engine (twice per call), long enough to cost a session its time limit.
+ */
+const READ_TIMEOUT_WITH_TRAINER_MS = 2_000;
 
 export interface EngineVersionSpan {
   start: string;
@@ -41,11 +47,19 @@ export class EngineVersions {
   readonly enabled: boolean;
   private readonly clock: () => number;
   private readonly timeoutMs: number;
+  private readonly trainerNamedIt: () => boolean;
 
-  constructor(enabled: boolean, clock: () => number = Date.now, timeoutMs = READ_TIMEOUT_MS) {
+  /** `trainerNamedIt`: whether the trainer has set the version through the control API (a fallback exists). */
+  constructor(
+    enabled: boolean,
+    clock: () => number = Date.now,
+    timeoutMs = READ_TIMEOUT_MS,
+    trainerNamedIt: () => boolean = () => false,
+  ) {
     this.enabled = enabled;
     this.clock = clock;
     this.timeoutMs = timeoutMs;
+    this.trainerNamedIt = trainerNamedIt;
   }
 
   /** The version the engine serves now; null when it does not say (or is not asked); or why the read failed. */
@@ -54,7 +68,10 @@ export class EngineVersions {
     const until = this.absentUntil.get(up);
     if (until !== undefined && this.clock() < until) return { ok: true, version: null };
     // Quiet: an engine without the route is the common case, not a failure worth a log line.
-    const res = await getJson({ ...up, log: undefined, timeoutMs: this.timeoutMs }, "/weight_info");
+    const timeoutMs = this.trainerNamedIt()
+      ? Math.min(this.timeoutMs, READ_TIMEOUT_WITH_TRAINER_MS)
+      : this.timeoutMs;
+    const res = await getJson({ ...up, log: undefined, timeoutMs }, "/weight_info");
     if (res.ok && typeof res.body.weight_version === "string") {
       this.absentUntil.delete(up);
       return { ok: true, version: res.body.weight_version };

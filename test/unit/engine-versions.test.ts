@@ -63,6 +63,14 @@ describe("EngineVersions", () => {
     expect(await new EngineVersions(true).read(up)).toEqual({ ok: true, version: "4" });
   }, 20_000);
 
+  it("waits 2 s, not 15, when the trainer named the version too (a miss then costs only the label)", async () => {
+    const { up } = engine(["slow"]);
+    const started = Date.now();
+    const read = await new EngineVersions(true, Date.now, undefined, () => true).read(up);
+    expect(read).toEqual({ ok: false, why: "the upstream did not answer /weight_info within 2000 ms" });
+    expect(Date.now() - started).toBeLessThan(5_000);
+  }, 10_000);
+
   it("remembers an engine without the route for a minute", async () => {
     let now = 0;
     const { up, reads } = engine([404, "3"]);
