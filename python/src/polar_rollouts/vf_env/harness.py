@@ -65,9 +65,10 @@ class PolarHarnessConfig(HarnessConfig):
     """Register the rollout's client base URL (prime-rl's inference server) as a replica of
     Polar's proxy (POST /v1/replicas) before the session, so Polar samples from it. Only a URL
     in register_allow is registered: the client names it, the operator's control token sends it."""
-    register_allow: list[str] = []
+    register_allow: list[str] | str = []
     """The engine URLs (scheme, host, port; e.g. http://10.0.0.5:8000) a client may have registered
-    with register_client; any other is refused, naming it."""
+    with register_client; any other is refused, naming it. A TOML list, or one comma-separated
+    string (verifiers' flags take no list: --env.agent.harness.register-allow URL,URL)."""
 
 
 class PolarHarness(Harness[PolarHarnessConfig]):
@@ -97,7 +98,10 @@ class PolarHarness(Harness[PolarHarnessConfig]):
         task = session_task(request, ctx)
         if self.config.register_client:
             try:
-                root = allowed_replica(str(ctx.client.base_url), self.config.register_allow)
+                allow = self.config.register_allow
+                if isinstance(allow, str):
+                    allow = [u for u in allow.split(",") if u.strip()]
+                root = allowed_replica(str(ctx.client.base_url), allow)
             except RegisterRefused as err:
                 raise HarnessError(str(err)) from None
             await asyncio.to_thread(self._register, root)
