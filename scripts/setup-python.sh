@@ -18,4 +18,6 @@ constraint=python/constraints-cpu.txt
 # slime and NeMo RL are on no registry: their tests run against clones the user names
 # ($POLAR_SLIME_CHECKOUT, $POLAR_NEMO_RL_CHECKOUT; docs/trainers.md), with the [slime] extra.
 "${pip[@]}" --no-deps verl==0.9.1
-.venv/bin/python -c 'import polar_rollouts, torch, verl.experimental.agent_loop.agent_loop; print("python side ready: torch", torch.__version__)'
+# verl's v1 trainer imports TransferQueue (module transfer_queue); it pins ray[default] too.
+"${pip[@]}" --no-deps transferqueue==0.1.11
+.venv/bin/python -c 'import polar_rollouts, torch, verl.experimental.agent_loop.agent_loop, transfer_queue; print("python side ready: torch", torch.__version__)'

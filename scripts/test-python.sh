@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 # The first run on a machine makes the venv (scripts/setup-python.sh, once), so a fresh clone
 # needs only `npm ci` and `npm test`.
 # A venv made before the trainer plug-ins lacks verl's agent-loop dependencies: made again too.
-if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import polar_rollouts, torch, verl.experimental.agent_loop.agent_loop' 2>/dev/null; then
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import polar_rollouts, torch, verl.experimental.agent_loop.agent_loop, transfer_queue' 2>/dev/null; then
   echo "python side: setting up .venv (scripts/setup-python.sh, once per checkout)" >&2
   bash scripts/setup-python.sh
 fi

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,14 +118,11 @@ def trainer_module(name: str, why: str) -> Any:
     return pytest.importorskip(name, reason=why)
 
 
-@pytest.fixture(scope="session")
-def polar_serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """`npx polar serve`: the control API, an in-memory queue, a directory store and a runner."""
-    import re
-
-    out = tmp_path_factory.mktemp("polar-serve")
+@contextlib.contextmanager
+def running_polar(pattern: str, *args: str) -> Iterator[re.Match[str]]:
+    """`npx polar ARGS` until the block ends; yields the match of ``pattern`` on its first lines."""
     process = subprocess.Popen(
-        [node(), str(ROOT / "bin" / "polar.js"), "serve", "--port", "0", "--out", str(out)],
+        [node(), str(ROOT / "bin" / "polar.js"), *args],
         cwd=ROOT,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -133,18 +133,38 @@ def polar_serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
     seen = ""
     for line in process.stdout:
         seen += line
-        found = re.search(r"--proxy (http://127\.0\.0\.1:\d+) --control-token ([0-9a-f]+)", line)
+        found = re.search(pattern, line)
         if found:
             break
     else:
         process.wait()
-        raise RuntimeError(f"polar serve did not start:\n{seen}")
+        raise RuntimeError(f"polar {args[0]} did not start:\n{seen}")
     # Keep draining its output so the server never blocks on a full pipe.
-    import threading
-
     threading.Thread(target=lambda: [None for _ in process.stdout or []], daemon=True).start()
     try:
-        yield {"proxy_url": found.group(1), "token": found.group(2), "store": out}
+        yield found
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def polar_serve_at(out: Path) -> Iterator[dict[str, Any]]:
+    """`npx polar serve`: the control API, an in-memory queue, a directory store and a runner."""
+    with running_polar(r"--proxy (http://127\.0\.0\.1:\d+) --control-token ([0-9a-f]+)", "serve", "--port", "0", "--out", str(out)) as found:
+        yield {"proxy_url": found.group(1), "token": found.group(2), "store": out}
+
+
+@contextlib.contextmanager
+def polar_policy() -> Iterator[str]:
+    """`npx polar policy`: a dry-run policy of its own, standing for an engine a trainer started;
+    yields its base URL (its GET /debug/requests lists what it was asked)."""
+    with running_polar(r"listening on (http://127\.0\.0\.1:\d+)", "policy", "--port", "0") as found:
+        yield found.group(1)
+
+
+@pytest.fixture(scope="session")
+def polar_serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """`npx polar serve` shared by the session's tests (routing to its own dry-run policy)."""
+    with polar_serve_at(tmp_path_factory.mktemp("polar-serve")) as serve:
+        yield serve

@@ -16,7 +16,7 @@ import itertools
 import json
 import os
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -183,8 +183,17 @@ class TaskGroups:
         self.poll_s = poll_s
         self._open: dict[str, _Group] = {}
 
-    async def session(self, key: str, task: Mapping[str, Any], *, size: int | None = None) -> tuple[str, list[Trace], int]:
-        """(task id, this row's session traces, the group's size)."""
+    async def session(
+        self,
+        key: str,
+        task: Mapping[str, Any],
+        *,
+        size: int | None = None,
+        prepare: Callable[[], Awaitable[None]] | None = None,
+    ) -> tuple[str, list[Trace], int]:
+        """(task id, this row's session traces, the group's size). ``prepare`` runs once per group,
+        before its task is submitted (the plug-ins route the proxy to the trainer's engines and stamp
+        its step there); what it raises reaches every row of the group."""
         group = self._open.get(key)
         if group is None or group.closed:
             group = _Group(task=dict(task))
@@ -209,6 +218,16 @@ class TaskGroups:
             group.closed = True
             if self._open.get(key) is group:
                 del self._open[key]
+            if prepare is not None:
+                try:
+                    await prepare()
+                except BaseException as err:
+                    failed: asyncio.Future[list[list[Trace]]] = asyncio.get_running_loop().create_future()
+                    failed.set_exception(err)
+                    failed.exception()  # raised here for this row; the others await it
+                    group.sessions = failed
+                    group.submitted.set()
+                    raise
             group.task_id = task_id_for(self.prefix, key)
             request = {**group.task, "task_id": group.task_id, "num_samples": group.members}
             group.sessions = asyncio.get_running_loop().run_in_executor(None, self._run, request)
