@@ -20,16 +20,25 @@ called for them. slime's temperature / top-p / top-k and response cap go into th
 ``agent.sampling`` (a task asking for other values is refused).
 
 - ``generate_rollout`` (``--rollout-function-path``) takes ``rollout_batch_size`` groups from
-  slime's data source and runs their tasks at once; for evaluation keep slime's own eval function
-  (``--eval-function-path slime.rollout.sglang_rollout.generate_rollout``).
+  slime's data source and runs their tasks at once; slime calls it for evaluation too (its
+  default ``--eval-function-path`` is the rollout function), where it runs slime's own
+  ``eval_rollout`` with ``generate`` below as the generate function.
 - ``generate`` (``--custom-generate-function-path``) is called by slime's
   ``generate_and_rm_group`` once per sample; the samples of a group wait for each other
   (``n_samples_per_prompt``, or ``n_samples_per_eval_prompt`` in evaluation) and share one task.
+
+Engines and versions: before each group's task, Polar is made to route to slime's SGLang router
+(``args.sglang_router_ip`` / ``sglang_router_port``, which slime keeps in step with its engines)
+and nothing else (``EngineRoutes``); a training rollout stamps slime's ``rollout_id`` as the
+policy version (the weights that sample rollout ``r`` were synced by ``actor_model.update_weights()``
+after ``r`` training steps). Evaluation stamps nothing: its captures keep the version of the
+weights it sampled with.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -37,7 +46,9 @@ from typing import Any
 
 from ..adapters.behaviour_logprobs import RawLogprobs
 from ..adapters.slime import to_slime_samples
+from ..client import ControlClient
 from ..trace import Trace
+from .engine_routes import EngineRoutes, stamp_version
 from .task_group import (
     ENV_TASKS,
     PluginError,
@@ -52,6 +63,40 @@ from .task_group import (
 CHECKED_SLIME = "624b824a"
 TIMEOUT_S = float(os.environ.get("POLAR_TASK_TIMEOUT_S", "3600"))
 _groups: dict[str, TaskGroups] = {}
+_routes: dict[str, EngineRoutes] = {}
+_stamped: dict[str, int] = {}
+# The Polar generate function, which slime's own eval_rollout calls for each evaluation sample.
+GENERATE_PATH = f"{__name__}.generate"
+
+
+def _router(args: Any) -> str:
+    ip, port = getattr(args, "sglang_router_ip", None), getattr(args, "sglang_router_port", None)
+    if not ip or not port:
+        raise PluginError(
+            "slime has no SGLang router (args.sglang_router_ip / sglang_router_port unset), so Polar has none of "
+            f"slime's engines to route to (checked against slime {CHECKED_SLIME})"
+        )
+    return f"[{ip}]:{port}" if ":" in str(ip) else f"{ip}:{port}"
+
+
+def _prepare(client: ControlClient, args: Any, rollout_id: int | None, evaluation: bool) -> None:
+    """Polar routes to slime's router only; a training rollout's id becomes the policy version."""
+    who = "slime plug-in"
+    _routes.setdefault(client.base_url, EngineRoutes(client, who=who)).ensure([_router(args)])
+    if evaluation or rollout_id is None:
+        return
+    if _stamped.get(client.base_url, -1) < rollout_id:
+        stamp_version(client, rollout_id, who=who)
+        _stamped[client.base_url] = rollout_id
+
+
+def _current_rollout_id() -> int | None:
+    """The rollout slime's RolloutManager is running (``generate`` / ``eval`` set it before
+    calling the rollout function); the generate function is not handed it."""
+    from slime.rollout import sample_hooks
+
+    value = getattr(sample_hooks, "_current_rollout_id", None)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _sample_class() -> Any:
@@ -92,11 +137,19 @@ def generate_rollout(args: Any, rollout_id: int, data_source: Any, evaluation: b
     from slime.rollout.base_types import RolloutFnTrainOutput
 
     if evaluation:
-        raise PluginError(
-            "polar_rollouts.plugins.slime_rollout.generate_rollout does not evaluate: set --eval-function-path "
-            "slime.rollout.sglang_rollout.generate_rollout (slime's own) for evaluation"
-        )
+        # slime's own evaluation (its eval datasets, n_samples_per_eval_prompt, metrics), each sample
+        # a Polar session through ``generate``.
+        import copy
+
+        from slime.rollout.sglang_rollout import eval_rollout
+        from slime.utils.async_utils import run as run_async
+
+        eval_args = copy.copy(args)
+        eval_args.custom_generate_function_path = GENERATE_PATH
+        output, _ = run_async(eval_rollout(eval_args, rollout_id))
+        return output
     client = control_client(None, None, who="slime rollout function")
+    _prepare(client, args, rollout_id, evaluation=False)
     groups = data_source.get_samples(args.rollout_batch_size)
 
     sampling = {"temperature": args.rollout_temperature, "top_p": args.rollout_top_p, "top_k": args.rollout_top_k}
@@ -122,7 +175,18 @@ async def generate(args: Any, sample: Any, sampling_params: dict[str, Any], eval
     key = f"{client.base_url} {id(asyncio.get_running_loop())}"
     if key not in _groups:
         _groups[key] = TaskGroups(client, prefix="slime", timeout_s=TIMEOUT_S)
-    size = args.n_samples_per_eval_prompt if evaluation else args.n_samples_per_prompt
+    size = int(args.n_samples_per_eval_prompt if evaluation else args.n_samples_per_prompt)
     task = with_trainer_sampling(_task(sample), sampling_params, sampling_params.get("max_new_tokens"), where="slime")
-    _, traces, _ = await _groups[key].session(str(sample.group_index), task, size=int(size))
+    rollout_id = _current_rollout_id()
+
+    async def prepare() -> None:
+        await asyncio.get_running_loop().run_in_executor(None, _prepare, client, args, rollout_id, evaluation)
+
+    group = str(sample.group_index)
+    if evaluation:
+        # slime's eval_rollout numbers each eval data set's samples in order, a prompt's copies next
+        # to each other, and gives them no group_index; the prompt tells data sets apart.
+        prompt = hashlib.sha256(repr(sample.prompt).encode()).hexdigest()[:12]
+        group = f"eval-{rollout_id}-{sample.index // size}-{prompt}"
+    _, traces, _ = await _groups[key].session(group, task, size=size, prepare=prepare)
     return session_samples(traces, sample)
