@@ -426,3 +426,21 @@ def test_v1_refuses_polar_grpo_naming_grpo(local_ray: None, engine: str, polar_e
     trajectory = {"step": 1, "sample_index": 0, "rollout_n": 0, "validate": False}
     with pytest.raises(PluginError, match="algorithm.adv_estimator=grpo"):
         asyncio.run(worker._run_agent_loop({}, trajectory, agent_name="polar", session_id=0, uid="u", global_steps=1))
+
+
+def test_a_session_over_verls_response_budget_is_cut_as_verl_cuts_its_own_and_marked() -> None:
+    """rollout.response_length is per session in verl: the proxy caps each call at it, and a
+    trace whose turns add up to more is cut (response_ids[:response_length], mask and logprobs
+    with it) and marked, never refused (one long session must not stop the run)."""
+    from support.trainer_shard import shard_traces
+
+    trace = max((t for t in shard_traces() if t.reward is not None and t.response_logprobs is not None), key=lambda t: len(t.response_ids))
+    budget = len(trace.response_ids) - 5
+    out = plugin._output(trace, prompt_length=10_000, response_length=budget, raw_logprobs="warn", elapsed=0.0)
+    assert out.response_ids == trace.response_ids[:budget].tolist()
+    assert out.response_mask == trace.loss_mask[:budget].astype(int).tolist()
+    assert len(out.response_logprobs) == budget
+    assert out.extra_fields["polar_cut"] == "response_length"
+    assert out.extra_fields["polar_response_tokens"] == len(trace.response_ids)
+    whole = plugin._output(trace, prompt_length=10_000, response_length=len(trace.response_ids), raw_logprobs="warn", elapsed=0.0)
+    assert whole.extra_fields["polar_cut"] is None and whole.response_ids == trace.response_ids.tolist()
