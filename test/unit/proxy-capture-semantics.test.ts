@@ -137,6 +137,21 @@ describe("sampling semantics", () => {
     });
   });
 
+  it("caps a harness's max_completion_tokens at the task's max_tokens too (a trainer's response budget)", async () => {
+    // vLLM reads max_completion_tokens before max_tokens: a larger one left in the body would undo the cap.
+    const { app, store, bodies } = makeApp(() => vllmAnswer(), { auth: "token", signingKey: KEY });
+    const token = await mintSessionToken(
+      { sessionId: "s1", taskId: "t1", sampling: { max_tokens: 100 } },
+      KEY,
+    );
+    await app.request("/v1/chat/completions", chat({ max_completion_tokens: 5000 }, token));
+    expect(bodies[0]).toMatchObject({ max_tokens: 100 });
+    expect(
+      (bodies[0] as { max_completion_tokens?: number }).max_completion_tokens ?? 100,
+    ).toBeLessThanOrEqual(100);
+    expect((await onlyCapture(store)).sampling?.task_overrides).toContain("max_tokens");
+  });
+
   it("records the settings that reshape the sampled distribution, so a trainer's logprob check sees them", async () => {
     // vLLM's raw logprobs come before logit bias, grammars and a forced tool call: a trainer that
     // cannot see them would take raw logprobs for the sampler's (adapters/behaviour_logprobs.py).

@@ -46,6 +46,7 @@ WHO = "verl agent loop 'polar'"
 _groups: dict[tuple[str, str], TaskGroups] = {}
 _routes: dict[str, EngineRoutes] = {}
 _stamped: dict[str, int] = {}
+_warned: set[str] = set()
 log = logging.getLogger(__name__)
 
 try:
@@ -163,8 +164,8 @@ class PolarAgentLoop(AgentLoopBase):  # type: ignore[misc]
     def _sync_step(self, row: dict[str, Any], v1: bool) -> int | None:
         """The row's step where it names the sampling weights (v1, ``trainer_mode: sync``)."""
         if not v1:
-            if not _stamped.get("legacy-warned"):
-                _stamped["legacy-warned"] = 1
+            if "legacy" not in _warned:
+                _warned.add("legacy")
                 log.warning(
                     "%s: verl's legacy worker (trainer.use_v1=false) hands agent loops no step, so Polar's "
                     "captures carry only the engines' own versions; trainer.use_v1=true stamps verl's step",
