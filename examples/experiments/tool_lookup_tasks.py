@@ -52,9 +52,14 @@ HELD_OUT = {
 # Keys that fill the rest of each file, so the value is one line among several.
 FILLER = ["name", "mode", "level", "region", "owner"]
 
+# mini-swe-agent's own instance prompt, shortened for a 135M model, with the tool-call format
+# spelled out: SmolLM2's chat template does not render the request's tool list, so the model sees
+# the format only here (vLLM's `hermes` parser reads it back into a tool call).
 MINI_TEMPLATE = (
-    "{{task}}\n\nUse the bash tool: one command per call. Read the file first, then write the value. "
-    "When answer.txt is written, run: echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+    "{{task}}\n\nYou can run one shell command per reply. To run a command, reply with exactly:\n"
+    '<tool_call>\n{"name": "bash", "arguments": {"command": "cat FILE"}}\n</tool_call>\n'
+    "First read the file, then write the value with echo VALUE > answer.txt, "
+    "then run echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 )
 
 

@@ -60,17 +60,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def check_only(exp: Experiment) -> None:
-    import dataclasses
+    from .trl_run import grpo_config
 
-    from trl import GRPOConfig
-
-    from .config import check_trainer_args
-
-    check_trainer_args(str(exp.source), exp.trainer.args, [f.name for f in dataclasses.fields(GRPOConfig)])
+    grpo_config(exp)
 
 
 def run(exp: Experiment, resume: bool) -> int:
     t_start = time.monotonic()
+    check_only(exp)  # [trainer.args] refused before the engine starts, not after
     out = exp.out
     out.mkdir(parents=True, exist_ok=True)
     checkpoint = last_checkpoint(out) if resume else None

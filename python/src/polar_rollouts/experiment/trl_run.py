@@ -16,7 +16,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..plugins.trl import PolarRolloutFunc, polar_reward, polar_rollout_func
+from ..plugins.trl import (
+    PolarRolloutError,
+    PolarRolloutFunc,
+    _end_id,
+    group_rows,
+    placeholder_row,
+    polar_reward,
+    polar_rollout_func,
+    prompt_text,
+)
 from .config import ConfigError, Experiment, check_trainer_args
 from .sessions import SessionStats, session_stats
 from .stack import Stack
@@ -47,13 +56,20 @@ class StepRecorder:
         self.last: dict[str, Any] = {}
         self.problems: list[str] = []
         self.seen_syncs = 0
+        self.failed_groups = 0
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
         syncs_before = len(self.rollout.syncs)
         calls_before = len(self.rollout.task_ids)
+        failed_before = self.failed_groups
         t0 = time.monotonic()
         with self.busy.window() as window:
-            out = self.rollout(prompts, trainer)
+            try:
+                out = self.rollout(prompts, trainer)
+            except PolarRolloutError as err:
+                if "left a trace to train on" not in str(err):
+                    raise
+                out = self._with_failed_groups(prompts, trainer, calls_before)
         seconds = time.monotonic() - t0
         inside = sum(s.seconds for s in self.rollout.syncs[syncs_before:])
         sync_s = sum(s.seconds for s in self.rollout.syncs[self.seen_syncs :])
@@ -88,6 +104,7 @@ class StepRecorder:
             "groups_with_spread": sum(_std([r for r in g if not math.isnan(r)]) > 0 for g in groups),
             "groups": len(groups),
             "failed_sessions": sum(r is None for r in out["polar_reward"]),
+            "failed_groups": self.failed_groups - failed_before,
             "sampled_tokens": int(sum(sum(m) for m in out["env_mask"])),
             "completion_tokens": int(sum(len(c) for c in out["completion_ids"])),
             "model_calls_per_session": _mean([s.model_calls for s in ss]),
@@ -96,6 +113,34 @@ class StepRecorder:
             "process_reward_mean": _mean([s.process_reward for s in ss]),
             **window.summary(),
         }
+        return out
+
+
+    def _with_failed_groups(self, prompts: list[Any], trainer: Any, calls_before: int) -> dict[str, list[Any]]:
+        """The plug-in refuses a group none of whose sessions left a trace (every session ERROR:
+        a small model whose harness never finished). An experiment keeps going: such a group
+        becomes unscorable mask-0 rows (reward None, no gradient), counted in failed_sessions."""
+        n = int(trainer.num_generations)
+        end_id = _end_id(trainer)
+        tok = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
+        out: dict[str, list[Any]] = {}
+        task_ids = self.rollout.task_ids[calls_before:]
+        for k, task_id in enumerate(task_ids):
+            self.rollout.client.wait(task_id, timeout_s=self.rollout.timeout_s, poll_s=self.rollout.poll_s)
+            traces = self.rollout.client.shard(task_id)
+            try:
+                rows = group_rows(traces, n, task_id, end_id, raw_logprobs=self.rollout.raw_logprobs)
+            except PolarRolloutError:
+                self.failed_groups += 1
+                got = tok.apply_chat_template([{"role": "user", "content": prompt_text(prompts[k * n])}],
+                                              add_generation_prompt=True, tokenize=True)  # fmt: skip
+                ids = [int(i) for i in (got["input_ids"] if hasattr(got, "keys") else got)]
+                status = next((t.status for t in traces), "ERROR")
+                rows = [placeholder_row(ids, end_id, f"{task_id}-{i}", status) for i in range(n)]
+            for row in rows:
+                row["polar_task_id"] = task_id
+                for key, value in row.items():
+                    out.setdefault(key, []).append(value)
         return out
 
 
@@ -157,11 +202,10 @@ def read_tasks(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def run_trl(exp: Experiment, stack: Stack, curve: Any, log: Callable[[str], None], resume: Path | None) -> dict[str, Any]:
-    import datasets
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
+def grpo_config(exp: Experiment) -> Any:
+    """``GRPOConfig`` from ``[trainer.args]`` and the runner's own settings; a ConfigError naming
+    what GRPOConfig refused. Built before anything starts, so a bad file costs no engine start."""
+    from trl import GRPOConfig
 
     where = str(exp.source)
     fields = [f.name for f in dataclasses.fields(GRPOConfig)]
@@ -169,19 +213,26 @@ def run_trl(exp: Experiment, stack: Stack, curve: Any, log: Callable[[str], None
     args = dict(exp.trainer.args)
     if exp.rewards.process_weight > 0 and "reward_weights" in args:
         raise ConfigError(f"{where}: trainer.args.reward_weights: set by rewards.process_weight (outcome 1, process weight)")
-    ckpts = exp.out / "checkpoints"
     defaults = {"use_cpu": True, "bf16": False, "beta": 0.0, "logging_steps": 1, "disable_tqdm": True,
                 "lr_scheduler_type": "constant"}  # fmt: skip
     try:
-        config = GRPOConfig(
+        return GRPOConfig(
             **{**defaults, **args},
-            output_dir=str(ckpts), seed=exp.seed, max_steps=exp.budget.max_steps, report_to=[],
+            output_dir=str(exp.out / "checkpoints"), seed=exp.seed, max_steps=exp.budget.max_steps, report_to=[],
             save_strategy="steps", save_steps=exp.eval.every, save_total_limit=1,
             reward_weights=[1.0, exp.rewards.process_weight] if exp.rewards.process_weight > 0 else args.get("reward_weights"),
         )  # fmt: skip
     except (TypeError, ValueError) as err:
         raise ConfigError(f"{where}: [trainer.args]: GRPOConfig refused them: {err}") from None
 
+
+def run_trl(exp: Experiment, stack: Stack, curve: Any, log: Callable[[str], None], resume: Path | None) -> dict[str, Any]:
+    import datasets
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    from trl import GRPOTrainer
+
+    config = grpo_config(exp)
     torch.manual_seed(exp.seed)
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     tokenizer = AutoTokenizer.from_pretrained(str(stack.model_dir))
