@@ -176,7 +176,12 @@ def local_ray() -> Iterator[None]:
     from omegaconf import OmegaConf
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    # Ray kills workers when the whole machine is above 95% memory, whoever uses it (other test
+    # processes on a shared CI box); these actors hold a few rows, so that monitor is off here.
+    os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
+    ray.init(
+        num_cpus=4, object_store_memory=100 << 20, include_dashboard=False, log_to_driver=False, configure_logging=False
+    )
     try:
         tq.init(OmegaConf.create({"backend": {"SimpleStorage": {"num_data_storage_units": 1}}}))
         yield
