@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 from ..bounded_server import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_CONNECTIONS
 from ..client import ControlClient
+from ..plugins.task_group import PluginError
+from .policy import ENV_CONFIG, PolicyRoutes, env_config, head_config
 from .rows import DEFAULT_ROW_FIELDS, parse_row_fields
 from .server import PolarAgent, make_server
 
@@ -69,6 +71,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="a connection whose request has not arrived this long after it opened (or after its last answer) is "
         f"closed (default {DEFAULT_IDLE_SECONDS:g})",
     )
+    parser.add_argument(
+        "--nemo-gym-head",
+        help="a NeMo Gym head server URL: its global config's policy_base_url (the trainer's engines) becomes the "
+        "proxy's only route, read again before every group; without it the config NeMo Gym started this server with "
+        f"(${ENV_CONFIG}) is read, and without either the proxy's routes are left as they are",
+    )
     parser.add_argument("--name", default="polar_agent", help="the agent name rows use (+agent_name=NAME)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0: any free port (printed)")
@@ -92,8 +100,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not isinstance(template, dict):
             parser.error(f"--task-template {args.task_template}: must hold a JSON object of TaskRequest fields")
     token = args.agent_token or secrets.token_hex(16)
+    control = ControlClient(args.control, args.control_token)
+    routes = None
+    try:
+        source = head_config(args.nemo_gym_head) if args.nemo_gym_head else env_config()
+        if source is not None:
+            routes = PolicyRoutes(control, source)
+            # At start: a Polar that cannot route to the trainer's policy stops the run here.
+            print(f"polar nemo_gym agent: Polar routes to the policy {routes()}", flush=True)
+    except PluginError as err:
+        print(f"polar-nemo-gym: {err}", file=sys.stderr, flush=True)
+        return 2
     agent = PolarAgent(
-        ControlClient(args.control, args.control_token),
+        control,
         template,
         args.run_id,
         timeout_s=args.timeout,
@@ -101,6 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         gather_s=args.gather_seconds,
         group_size=args.group_size,
         group_timeout_s=args.group_timeout,
+        routes=routes,
     )
     server = make_server(
         agent, args.host, args.port, args.name, token, max_connections=args.max_connections, idle_s=args.idle_seconds

@@ -24,12 +24,13 @@ import binascii
 import hmac
 import json
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from ..bounded_server import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_CONNECTIONS, BoundedHandler, BoundedHTTPServer
 from ..client import ControlApiError, ControlClient, TaskFailed
+from ..plugins.task_group import PluginError
 from ..results import SessionResult
 from ..gather import Gatherer, GroupIncomplete
 from .response import failed_response, verify_response
@@ -55,8 +56,12 @@ class PolarAgent:
         gather_s: float = 2.0,
         group_size: int = 0,
         group_timeout_s: float = 600.0,
+        routes: Callable[[], Any] | None = None,
     ) -> None:
         self.client = client
+        # Before every group: the proxy routes to the trainer's policy only (policy.py), or the
+        # /run is refused with the reason.
+        self.routes = routes
         self.template = template
         self.timeout_s = timeout_s
         self.poll_s = poll_s
@@ -71,8 +76,10 @@ class PolarAgent:
         model = str(task.get("agent", {}).get("model", "policy"))
         try:
             result = self.gatherer.wait(ticket, timeout_s=self.timeout_s + 60)
-        except ControlApiError:
-            raise  # the control API refused the task: the operator's to fix, answered 400/502
+        except (ControlApiError, PluginError):
+            # The control API refused the task, or Polar routes elsewhere than the trainer's
+            # policy: the operator's to fix, answered 400/502 so the trainer stops.
+            raise
         except Exception as err:  # noqa: BLE001 (whatever went wrong with the session, the row is answered)
             # No session result for this row: NeMo Gym's failure row (its failures file, the
             # collection goes on), with the group it belonged to and why.
@@ -98,6 +105,8 @@ class PolarAgent:
         return answer
 
     def _drive(self, task: dict[str, Any]) -> Iterator[SessionResult]:
+        if self.routes is not None:
+            self.routes()
         submitted = self.client.submit(task)
         yield from self.client.stream_results(submitted["task_id"], timeout_s=self.timeout_s, poll_s=self.poll_s)
 
@@ -176,6 +185,8 @@ def make_server(
                 self._send(200, agent.run(body))
             except RowError as err:
                 self._send(400, {"error": {"message": str(err)}})
+            except PluginError as err:
+                self._send(502, {"error": {"message": str(err)}})
             except ControlApiError as err:
                 # A 400 names the TaskRequest field at fault (the row or the template is wrong); any
                 # other failure (a wrong control token: 401) is the gateway's, with the reason.
