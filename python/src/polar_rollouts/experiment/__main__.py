@@ -15,6 +15,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from .config import ConfigError, Experiment, load
 from .report import plot, read_curve, summary
@@ -80,7 +81,7 @@ def run(exp: Experiment, resume: bool) -> int:
                 shutil.rmtree(target)
             elif target.exists():
                 target.unlink()
-        rows_kept = []
+        rows_kept: list[dict[str, Any]] = []
     else:
         step = int(checkpoint.name.rsplit("-", 1)[1])
         rows_kept = [r for r in read_curve(out / "curve.jsonl") if r["step"] <= step]
@@ -104,7 +105,7 @@ def run(exp: Experiment, resume: bool) -> int:
                 f"checkpoint folder {model_dir} (ready in {time.monotonic() - t_start:.0f}s)")  # fmt: skip
             from .trl_run import run_trl
 
-            extra = run_trl(exp, stack, curve, log, checkpoint)
+            extra = run_trl(exp, stack, curve, log, checkpoint, {r["step"] for r in rows_kept if r["kind"] == "eval"})
     rows = read_curve(out / "curve.jsonl")
     s = summary(exp.name, exp.seed, rows, time.monotonic() - t_start, extra)
     (out / "summary.json").write_text(json.dumps(s, indent=2) + "\n")

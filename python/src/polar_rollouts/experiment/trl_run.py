@@ -226,7 +226,9 @@ def grpo_config(exp: Experiment) -> Any:
         raise ConfigError(f"{where}: [trainer.args]: GRPOConfig refused them: {err}") from None
 
 
-def run_trl(exp: Experiment, stack: Stack, curve: Any, log: Callable[[str], None], resume: Path | None) -> dict[str, Any]:
+def run_trl(exp: Experiment, stack: Stack, curve: Any, log: Callable[[str], None], resume: Path | None,
+            evaluated: set[int]) -> dict[str, Any]:  # fmt: skip
+    """``evaluated``: steps the curve already has a held-out row for (a resumed run's)."""
     import datasets
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
@@ -255,7 +257,7 @@ def run_trl(exp: Experiment, stack: Stack, curve: Any, log: Callable[[str], None
                           train_dataset=datasets.Dataset.from_list([{"prompt": p} for p in prompts]),
                           rollout_func=recorder)  # fmt: skip
     t_start = time.monotonic()
-    state: dict[str, Any] = {"flat_steps": 0, "warnings": [], "evaluated": set()}
+    state: dict[str, Any] = {"flat_steps": 0, "warnings": [], "evaluated": set(evaluated)}
 
     def write(row: dict[str, Any]) -> None:
         row["elapsed_s"] = round(time.monotonic() - t_start, 1)
