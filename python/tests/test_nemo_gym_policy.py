@@ -140,7 +140,7 @@ class Head:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
-def test_a_run_whose_polar_routes_elsewhere_is_refused_with_the_reason(
+def test_a_changed_policy_is_routed_to_and_a_run_whose_polar_routes_elsewhere_is_refused(
     engine: str, serve: dict[str, Any]
 ) -> None:
     control = ControlClient(serve["proxy_url"], serve["token"])
@@ -153,6 +153,12 @@ def test_a_run_whose_polar_routes_elsewhere_is_refused_with_the_reason(
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
         assert routes() == [engine] and routed(serve) == [engine]
+        # The trainer's engine set changes (NeMo Gym's config names another): the next group goes there.
+        with polar_policy() as moved:
+            head.config = nemo_gym_config([f"{moved}/v1"])
+            assert routes() == [moved] and routed(serve) == [moved]
+            head.config = nemo_gym_config(f"{engine}/v1")
+            assert routes() == [engine] and routed(serve) == [engine]
         control.replace_replicas(dry_run)  # another client puts the dry-run policy back
         request = urllib.request.Request(
             f"http://127.0.0.1:{srv.server_address[1]}/run",
