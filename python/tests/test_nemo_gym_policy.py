@@ -110,7 +110,10 @@ def test_a_policy_polar_cannot_route_to_stops_the_agent_with_the_reason(
 ) -> None:
     before = routed(serve)
     agent = start_agent(serve, nemo_gym_config(policy), POLAR_ENGINE_WAIT_S="0")
-    out, _ = agent.communicate(timeout=60)
+    try:
+        out, _ = agent.communicate(timeout=60)
+    finally:
+        agent.kill()  # an agent that kept serving must not outlive the test
     assert agent.returncode == 2, out
     assert "polar nemo_gym agent polar_agent at" not in out
     assert re.search(reason, out), out
