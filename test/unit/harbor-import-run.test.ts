@@ -40,11 +40,16 @@ describe("environment.build_timeout_sec", () => {
     const ctx = join(root, "slow");
     await mkdir(ctx, { recursive: true });
     await writeFile(join(ctx, "Dockerfile"), "FROM x\nWORKDIR /app\n");
-    // An engine that has no image and whose build never ends: only a time limit stops it.
+    // An engine that has only the base image (no ONBUILD triggers, read the docker way) and whose
+    // build never ends: only a time limit stops it.
     const bin = join(root, "slow-engine");
-    await writeFile(bin, '#!/bin/sh\ncase "$1" in build) exec sleep 60;; *) exit 1;; esac\n');
+    const id = "a".repeat(64);
+    await writeFile(
+      bin,
+      `#!/bin/sh\ncase "$1 $2 $4 $5" in\n  "build "*) exec sleep 60;;\n  "image inspect {{.Id}} x") echo ${id};;\n  "image inspect {{json .Config.OnBuild}} ${id}") echo null;;\n  *) exit 1;;\nesac\n`,
+    );
     await chmod(bin, 0o755);
-    const engine = { bin, kind: "podman" as const, globalFlags: [], runFlags: [] };
+    const engine = { bin, kind: "docker" as const, globalFlags: [], runFlags: [] };
     const started = Date.now();
     const err = await buildImage(engine, `timeout=1:${ctx}`, {
       baseImages: {},
@@ -127,7 +132,7 @@ describe("a multi-step task's reward, as Harbor's MultiStepTrial derives it", ()
       })),
     }) as unknown as Trajectory;
 
-  it("means each key over the judged steps (a key a step lacks counts 0; an unjudged step is left out)", () => {
+  it("means each key over all the task's steps (a key a step lacks, and a step without a reward, count 0)", () => {
     const out = aggregateSteps(
       cfg("mean"),
       [
@@ -137,8 +142,8 @@ describe("a multi-step task's reward, as Harbor's MultiStepTrial derives it", ()
       ],
       traj([]),
     );
-    expect(out.outcome_reward).toBe(0.5);
-    expect(out.metadata.rewards).toEqual({ reward: 0.5, style: 0.5 });
+    expect(out.outcome_reward).toBeCloseTo(1 / 3);
+    expect(out.metadata.rewards).toEqual({ reward: 1 / 3, style: 1 / 3 });
     expect((out.metadata.steps as { name: string; reward: number | null }[]).map((s) => s.reward)).toEqual([
       1,
       0,
@@ -146,12 +151,16 @@ describe("a multi-step task's reward, as Harbor's MultiStepTrial derives it", ()
     ]);
   });
 
-  it("takes the last step that ran with `final`, and fails the session when no step was judged", () => {
+  it("takes the task's last step with `final` (0 when it got no reward), and fails the session when no step was judged", () => {
     const steps = [outcome("a", ev({ reward: 0 })), outcome("b", ev({ reward: 1 }))];
-    expect(aggregateSteps(cfg("final"), steps, traj([])).outcome_reward).toBe(1);
-    expect(() => aggregateSteps(cfg("final"), [...steps, outcome("c", null, [], "x")], traj([]))).toThrow(
-      /the last step that ran \(c\) was not judged/,
-    );
+    expect(
+      aggregateSteps(cfg("final"), [...steps, outcome("c", ev({ reward: 1 }))], traj([])).outcome_reward,
+    ).toBe(1);
+    // The agent stopping the steps before the last (or its judging) may not keep an earlier step's reward.
+    expect(aggregateSteps(cfg("final"), steps, traj([])).outcome_reward).toBe(0);
+    expect(
+      aggregateSteps(cfg("final"), [...steps, outcome("c", null, [], "x")], traj([])).outcome_reward,
+    ).toBe(0);
     expect(() =>
       aggregateSteps(cfg("mean"), [outcome("a", null, [], "setup.sh exited 1")], traj([])),
     ).toThrow(/no step was judged \(a: setup.sh exited 1\)/);
