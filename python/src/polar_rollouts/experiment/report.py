@@ -60,7 +60,8 @@ def plot(rows: list[dict[str, Any]], title: str, path: Path) -> bool:
     evals = [r for r in rows if r["kind"] == "eval"]
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
     if train:
-        ax.plot([r["step"] for r in train], [r["reward"] for r in train], "o-", color="tab:blue", ms=3,
+        nan = float("nan")  # a step where every session failed has no reward
+        ax.plot([r["step"] for r in train], [nan if r["reward"] is None else r["reward"] for r in train], "o-", color="tab:blue", ms=3,
                 label="train reward (mean over the step's sessions)")  # fmt: skip
     if evals:
         ax.plot([r["step"] for r in evals], [r["heldout_success"] for r in evals], "s-", color="tab:orange",

@@ -299,7 +299,8 @@ def run_trl(exp: Experiment, stack: Stack, curve: Any, log: Callable[[str], None
                 return
             r = recorder.last
             diff = logs.get("sampling/sampling_logp_difference/max")
-            if diff is None or diff > exp.checks.logprob_tolerance:
+            # A step whose every session failed (all mask 0) has no sampled token to compare.
+            if r.get("sampled_tokens", 1) > 0 and (diff is None or diff > exp.checks.logprob_tolerance):
                 recorder.problems.append(f"step {st.global_step}: TRL's logprob against the engine's differs by {diff}")
             step_s = time.monotonic() - self.step_started
             row = {"kind": "train", "step": st.global_step, "reward": logs["reward"],
@@ -317,8 +318,11 @@ def run_trl(exp: Experiment, stack: Stack, curve: Any, log: Callable[[str], None
                 f"calls/session {r.get('model_calls_per_session')} tool calls/session {r.get('tool_calls_per_session')} "
                 f"engine busy {r.get('engine_busy_share')} gen tokens {r.get('engine_generation_tokens')}")  # fmt: skip
             if row["no_signal"]:
-                msg = (f"{NO_SIGNAL}: for {state['flat_steps']} steps every sample of every group got the same "
-                       f"reward ({r.get('reward_mean')}): GRPO's advantages are all 0 and nothing is learned. "
+                same = (f"the same reward ({r.get('reward_mean')})" if r.get("reward_mean") is not None else
+                        "no reward: every session failed (ERROR or TIMEOUT: the harness did not finish; see `npx "
+                        "polar view` on OUT/store)")  # fmt: skip
+                msg = (f"{NO_SIGNAL}: for {state['flat_steps']} steps every sample of every group got {same}: "
+                       "GRPO's advantages are all 0 and nothing is learned. "
                        "Make the judge give partial credit, raise the group size or the temperature, or pick "
                        "tasks the model sometimes solves (docs/experiments.md)")  # fmt: skip
                 print("\n" + "!" * 100 + f"\n{msg}\n" + "!" * 100 + "\n", file=sys.stderr, flush=True)
