@@ -270,7 +270,7 @@ export const TABLES: Record<string, { schema: z.ZodType; fields: Record<string, 
         '`[{"name": "scaffold", "instruction": "...", "tests": {"test.sh": "..."}, "min_reward": 1}]`',
       ],
       step_reward_strategy: [
-        "The task's reward from its steps' (Harbor's `multi_step_reward_strategy`): `mean` per reward key over the judged steps (a missing key 0), or `final` (the last step that ran). Each step's reward is also a step reward on the last turn it produced.",
+        "The task's reward from its steps' (Harbor's `multi_step_reward_strategy`): `mean` per reward key over all the task's steps (a missing key 0), or `final` (the task's last step). A step without a reward (failed, unjudged, never run) counts 0 for every key. Each step's reward is also a step reward on the last turn it produced.",
         '`"final"`',
       ],
     },

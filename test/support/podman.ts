@@ -17,7 +17,10 @@ export type PodmanLane = { ok: true; image: string; cli: string[] } | { ok: fals
 
 export async function podmanLane(): Promise<PodmanLane> {
   if (spawnSync("podman", ["--version"]).status !== 0)
-    return { ok: false, reason: "podman is not installed (apt-get install podman runc buildah; .ci/run does)" };
+    return {
+      ok: false,
+      reason: "podman is not installed (apt-get install podman runc buildah; .ci/run does)",
+    };
   try {
     const engine = await resolveContainerEngine("podman");
     const cli = [engine.bin, ...engine.globalFlags];
