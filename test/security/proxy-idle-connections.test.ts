@@ -1,9 +1,9 @@
-import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startLocalDownloads } from "../../cli/local-downloads.ts";
 import { CONNECTION_TIMEOUTS, type RunningProxy, startNodeProxy } from "../../proxy-worker/node.ts";
 import { MemoryStore } from "../../shared/store/memory-store.ts";
 import { type PolicyServer, startPolicy } from "../support/policy.ts";
+import { openSocket, within } from "../support/raw-sockets.ts";
 
 /*
  * Issue 49, item 6, at the Node proxy (`polar proxy`, `polar serve`, `polar run`): connections that
@@ -31,19 +31,6 @@ afterAll(async () => {
   await policy?.close();
 });
 
-function open(port: number): Promise<{ socket: Socket; closedAt: Promise<number> }> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, "127.0.0.1");
-    const closedAt = new Promise<number>((r) => socket.on("close", () => r(Date.now())));
-    socket.on("error", () => {});
-    socket.once("connect", () => resolve({ socket, closedAt }));
-    socket.once("error", reject);
-  });
-}
-
-const within = <T>(ms: number, p: Promise<T>) =>
-  Promise.race([p, new Promise<null>((r) => setTimeout(() => r(null), ms))]);
-
 describe("the Node proxy's connection deadlines", () => {
   it("defaults: headers within 20 s of the accept, checked every second", () => {
     expect(CONNECTION_TIMEOUTS.headersMs).toBeLessThanOrEqual(30_000);
@@ -53,8 +40,8 @@ describe("the Node proxy's connection deadlines", () => {
 
   it("closes 200 connections that never send a byte, and one stalled in its headers, at the headers deadline", async () => {
     const start = Date.now();
-    const idle = await Promise.all(Array.from({ length: 200 }, () => open(proxy.port)));
-    const stalled = await open(proxy.port);
+    const idle = await Promise.all(Array.from({ length: 200 }, () => openSocket(proxy.port)));
+    const stalled = await openSocket(proxy.port);
     stalled.socket.write("POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bea");
     const all = [...idle, stalled];
     // Generous for a loaded machine: without the deadline they stay open for good.
@@ -68,7 +55,7 @@ describe("the Node proxy's connection deadlines", () => {
   });
 
   it("keeps a connection that sent its request in time", async () => {
-    const { socket, closedAt } = await open(proxy.port);
+    const { socket, closedAt } = await openSocket(proxy.port);
     const answer = new Promise<string>((resolve) => {
       let text = "";
       socket.on("data", (c) => {
@@ -87,7 +74,7 @@ describe("the Node proxy's connection deadlines", () => {
     const downloads = await startLocalDownloads(new MemoryStore(), "127.0.0.1", Date.now, 800);
     try {
       const port = Number(new URL(downloads.url).port);
-      const idle = await Promise.all(Array.from({ length: 50 }, () => open(port)));
+      const idle = await Promise.all(Array.from({ length: 50 }, () => openSocket(port)));
       const closed = await within(15_000, Promise.all(idle.map((c) => c.closedAt)));
       for (const c of idle) c.socket.destroy();
       expect(closed, "the download server still held connections that sent nothing").not.toBeNull();

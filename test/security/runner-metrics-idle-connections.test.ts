@@ -1,7 +1,7 @@
-import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RunnerMetrics } from "../../batch-runner/metrics.ts";
 import { FIRST_REQUEST_MS } from "../../shared/node/first-request-deadline.ts";
+import { openSocket, within } from "../support/raw-sockets.ts";
 
 /*
  * Issue 49, item 5, at the runner's `/metrics` listener (`polar runner --metrics-port`): like the
@@ -26,18 +26,7 @@ afterAll(async () => {
   await server?.close();
 });
 
-function open(): Promise<{ socket: Socket; closedAt: Promise<number> }> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, "127.0.0.1");
-    const closedAt = new Promise<number>((r) => socket.on("close", () => r(Date.now())));
-    socket.on("error", () => {});
-    socket.once("connect", () => resolve({ socket, closedAt }));
-    socket.once("error", reject);
-  });
-}
-
-const within = <T>(ms: number, p: Promise<T>) =>
-  Promise.race([p, new Promise<null>((r) => setTimeout(() => r(null), ms))]);
+const open = () => openSocket(port);
 
 describe("the runner's /metrics listener", () => {
   it("serves with the proxy's first-request deadline by default", () => {
