@@ -121,7 +121,13 @@ def test_grpo_trainer_three_steps_on_the_real_engine(stack: Stack, tmp_path: Pat
     captures = [json.loads(gzip.decompress(p.read_bytes())) for p in (stack.store / "captures").rglob("*.json.gz")]
     ours = [c for c in captures if rollout.run_id in c.get("task_id", "")]
     assert len(ours) == STEPS * len(prompts) * GROUP * 2  # two calls a session
-    assert {c["policy_version_source"] for c in ours} == {"engine"}
+    # vLLM's /weight_info, read by the proxy; when that read missed (it waits behind a reload on the
+    # engine), the step the trainer named through the control API, with the reason on the capture
+    # (docs/engines.md "Versions under load"). The rows' versions above are checked either way.
+    for c in ours:
+        assert c["policy_version_source"] == "engine" or (
+            c["policy_version_source"] == "trainer" and c.get("policy_version_note")
+        ), c
 
 
 def test_the_weight_sync_reaches_the_engine(stack: Stack) -> None:

@@ -60,7 +60,10 @@ def test_two_steps_of_trl_on_smollm2(tmp_path: Path) -> None:
     # machine); one that names a version must name the right one, and most must name one.
     known = [c for c in captures if c["policy_version"] is not None]
     assert len(known) * 2 >= len(captures), [c["policy_version"] for c in captures]
-    assert {c["policy_version_source"] for c in known} == {"engine"}
+    for c in known:  # the engine's, or the trainer's step with the reason the engine's read missed
+        assert c["policy_version_source"] == "engine" or (
+            c["policy_version_source"] == "trainer" and c.get("policy_version_note")
+        ), c
     for c in known:
         task_id = c["task_id"]
         if ".eval" in task_id:
