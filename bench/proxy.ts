@@ -11,6 +11,7 @@ import { mintSessionToken } from "../shared/session-token.ts";
 import type { Benchmark } from "./benchmark.ts";
 import { asChild, type Child, freePort, startChild, track } from "./support/children.ts";
 import { cpuMs, peakRssMb } from "./support/process-stats.ts";
+import { startS3 } from "./support/start-s3.ts";
 import { type Workload, workload } from "./support/workloads.ts";
 
 const ALL_PROVIDERS = ["anthropic", "openai_chat", "openai_responses", "google"] as const;
@@ -78,18 +79,6 @@ async function startPolar(
     env.POLAR_SIGNING_KEY!,
   );
   return { name, url: `http://127.0.0.1:${port}`, child, providers: PROVIDERS, key };
-}
-
-async function startS3(): Promise<{ child: Child; endpoint: string }> {
-  let endpoint = "";
-  const child = await startChild(node, [join(root, "bench/support/s3rver-process.ts")], {
-    ready: (line) => {
-      const m = /^listening (http\S+)/.exec(line);
-      if (m) endpoint = m[1];
-      return m !== null;
-    },
-  });
-  return { child, endpoint };
 }
 
 async function startCcr(upstream: string): Promise<Target | null> {

@@ -17,6 +17,7 @@ import { mintSessionToken } from "../shared/session-token.ts";
 import type { ObjectStore } from "../shared/store/object-store.ts";
 import type { Benchmark } from "./benchmark.ts";
 import { type Child, freePort, startChild } from "./support/children.ts";
+import { startS3 } from "./support/start-s3.ts";
 
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const SESSIONS = env("BENCH_SHARED_SESSIONS", 8);
@@ -164,18 +165,6 @@ async function startPolicy(): Promise<{ child: Child; url: string }> {
     ready: (line) => line.includes("listening on"),
   });
   return { child, url: `http://127.0.0.1:${port}` };
-}
-
-async function startS3(): Promise<{ child: Child; endpoint: string }> {
-  let endpoint = "";
-  const child = await startChild(node, [join(root, "bench/support/s3rver-process.ts")], {
-    ready: (line) => {
-      const m = /^listening (http\S+)/.exec(line);
-      if (m) endpoint = m[1];
-      return m !== null;
-    },
-  });
-  return { child, endpoint };
 }
 
 const ms = (x: number) => x.toFixed(2);

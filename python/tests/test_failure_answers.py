@@ -123,21 +123,26 @@ def test_nemo_gym_collection_ends_with_failed_and_timed_out_sessions_in_its_fail
     assert (tmp_path / "out" / "rollouts.jsonl").read_text().strip() == ""
 
 
-# -- verifiers: its own env server and env client (the path prime-rl's orchestrator takes) -----
-
-
-def test_verifiers_env_client_gets_each_failure_as_a_failed_rollout(polar_serve: dict[str, Any], tmp_path: Path) -> None:
-    venv = ecosystem_venv("verifiers")
+def write_failing_tasks(path: Path) -> None:
+    """One session per failure kind: the harness exits 1 (ERROR), outlives its 3 s budget (TIMEOUT),
+    and a task the control API refuses (400: the request has a field no TaskRequest has)."""
     shell = {"harness": "shell", "settings": {"command": "false"}}
     base = {"num_samples": 1, "timeout_seconds": 60, "evaluator": {"strategy": "session_completed"}}
     tasks = [
         {**base, "task_id": "fails", "instruction": "fail", "agent": shell},
         {**base, "task_id": "slow", "instruction": "slow", "timeout_seconds": 3,
          "agent": {**shell, "settings": {"command": "sleep 60"}}},
-        # Refused by the control API (400): the request has a field no TaskRequest has.
         {**base, "task_id": "refused", "instruction": "refused", "agent": {**shell, "not_a_field": 1}},
-    ]
-    (tmp_path / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    ]  # fmt: skip
+    path.write_text("".join(json.dumps(t) + "\n" for t in tasks))
+
+
+# -- verifiers: its own env server and env client (the path prime-rl's orchestrator takes) -----
+
+
+def test_verifiers_env_client_gets_each_failure_as_a_failed_rollout(polar_serve: dict[str, Any], tmp_path: Path) -> None:
+    venv = ecosystem_venv("verifiers")
+    write_failing_tasks(tmp_path / "tasks.jsonl")
     store = str(polar_serve["store"] / "store")
     started = time.monotonic()
     done = subprocess.run(
@@ -173,15 +178,7 @@ def test_trl_trains_through_groups_whose_sessions_all_failed_or_timed_out_and_st
     from polar_rollouts.client import ControlApiError
     from polar_rollouts.plugins.trl import polar_rollout_func
 
-    shell = {"harness": "shell", "settings": {"command": "false"}}
-    base = {"num_samples": 1, "timeout_seconds": 60, "evaluator": {"strategy": "session_completed"}}
-    tasks = [
-        {**base, "task_id": "fails", "instruction": "fail", "agent": shell},
-        {**base, "task_id": "slow", "instruction": "slow", "timeout_seconds": 3,
-         "agent": {**shell, "settings": {"command": "sleep 60"}}},
-        {**base, "task_id": "refused", "instruction": "refused", "agent": {**shell, "not_a_field": 1}},
-    ]
-    (tmp_path / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    write_failing_tasks(tmp_path / "tasks.jsonl")
     url, token = polar_serve["proxy_url"], polar_serve["token"]
     seen: list[dict[str, Any]] = []
     rollout = polar_rollout_func(url, token, tasks=tmp_path / "tasks.jsonl", sync_weights=False, timeout_s=60)
