@@ -91,7 +91,14 @@ function resolve(deps: ProxyDeps): Gateway {
   const configured = { ...deps.upstream, log: deps.upstream.log ?? log };
   const clock = deps.clock ?? Date.now;
   const runtime = deps.control?.runtimeState
-    ? new SharedRuntimeState({ store: deps.store, replicas, policyVersion, clock })
+    ? new SharedRuntimeState({
+        store: deps.store,
+        replicas,
+        policyVersion,
+        clock,
+        addresses: deps.control.replicaAddresses,
+        log,
+      })
     : null;
   return {
     store: deps.store,
@@ -250,11 +257,17 @@ async function sessionCall(
  * The trainer's replica set and version as stored now (control/shared-state.ts), or why they could
  * not be read: the call is then refused 503 before any engine sees it, since routing it by an older
  * set or stamping an older version is the silent off-policy data the stored state exists to prevent.
+ * Refused too when this proxy's operator allows none of the stored replicas' addresses.
  */
 function freshRuntimeState(g: Gateway): Promise<string | null> {
   if (!g.runtime) return Promise.resolve(null);
-  return g.runtime.refresh().then(
-    () => null,
+  const runtime = g.runtime;
+  return runtime.refresh().then(
+    () => {
+      // Which replicas and why were logged once, when this proxy read that set.
+      if (runtime.refusedHere() === null) return null;
+      return "the trainer's engine set has no replica this proxy may call (see the proxy's log)";
+    },
     (err: Error) => {
       g.log(err.message);
       // The store's location stays in the log: the client is a harness.

@@ -42,6 +42,11 @@ export interface ControlDeps {
 export interface RuntimeState {
   replicas: ReplicaSet;
   policyVersion: PolicyVersionSource;
+  /**
+   * The set as stored, replicas this proxy does not call included (another proxy's operator allowed
+   * an address this one does not): what a registration or removal through this proxy builds on.
+   */
+  storedReplicas(): readonly string[];
   /** Reads the stored set and version (a read begun after this call). */
   refresh(): Promise<void>;
   /** Stores the set (every proxy's next call routes by it), then applies it here. */

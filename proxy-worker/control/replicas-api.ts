@@ -1,7 +1,13 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { probeOnce } from "../routing/probes.ts";
 import { type ReplicaAddressPolicy, refusedAddress } from "../routing/replica-address.ts";
-import { type Replica, type ReplicaSet, ReplicaSetError, replicaId } from "../routing/replicas.ts";
+import {
+  idsWithout,
+  type Replica,
+  type ReplicaSet,
+  ReplicaSetError,
+  replicaId,
+} from "../routing/replicas.ts";
 import type { RuntimeState } from "./control-deps.ts";
 import { errorBody, noRuntimeState } from "./error-body.ts";
 import {
@@ -33,10 +39,13 @@ export function mountReplicaRoutes(
     if (!state) return c.json(noRuntimeState(), 501);
     const { url } = c.req.valid("json");
     const set = state.replicas;
-    if (set.get(url)) return c.json({ replicas: listed(set, clock), added: [], removed: [] }, 200);
+    // The stored set, not this proxy's: it keeps replicas only another proxy's operator allowed.
+    const held = state.storedReplicas();
+    if (held.includes(replicaId(url)))
+      return c.json({ replicas: listed(set, clock), added: [], removed: [] }, 200);
     const failed = await vet(set, [url], vetting);
     if (failed) return c.json(errorBody(failed.message), failed.status);
-    const failedToStore = await stored(state.saveReplicas([...idsOf(set.replicas), replicaId(url)]));
+    const failedToStore = await stored(state.saveReplicas([...held, replicaId(url)]));
     if (failedToStore) return c.json(errorBody(failedToStore), 503);
     return c.json({ replicas: listed(set, clock), added: [replicaId(url)], removed: [] }, 201);
   });
@@ -68,7 +77,7 @@ export function mountReplicaRoutes(
     const set = state.replicas;
     let rest: string[];
     try {
-      rest = set.without(url);
+      rest = idsWithout(state.storedReplicas(), url);
     } catch (err) {
       if (!(err instanceof ReplicaSetError)) throw err;
       return c.json(errorBody(err.message), err.reason === "unknown" ? 404 : 409);

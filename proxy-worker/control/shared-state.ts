@@ -10,12 +10,17 @@
  * began after they arrived (a read already under way may have missed the change).
  *
  * Health, in-flight counts and session placement stay in each proxy's memory (`ReplicaSet`).
+ *
+ * Each proxy routes only to the stored replicas its own operator allows (`--allow-replica-addresses`):
+ * the proxy that registered one checked it against its allowlist, not against this one's, and a
+ * loopback replica allowed there would be this proxy's own host here (docs/security.md).
  */
 import { z } from "zod";
 import { keys } from "../../shared/keys.ts";
 import type { ObjectStore } from "../../shared/store/object-store.ts";
 import { formatIssues } from "../../shared/zod-issues.ts";
 import { type PolicyVersionSource, PolicyVersionText, type VersionSetter } from "../admin.ts";
+import { type ReplicaAddressPolicy, refusedAddress } from "../routing/replica-address.ts";
 import { type ReplicaSet, replicaId } from "../routing/replicas.ts";
 import type { RuntimeState } from "./control-deps.ts";
 
@@ -51,7 +56,14 @@ export interface SharedStateOptions {
   /** What captures read (synchronously) once a call has refreshed it. */
   policyVersion: PolicyVersionSource;
   clock: () => number;
+  /** This proxy's allowlist, held against every stored replica it did not configure itself. Absent: none checked. */
+  addresses?: ReplicaAddressPolicy;
+  /** Where a stored replica this proxy will not call is named (once per stored set). */
+  log?: (line: string) => void;
 }
+
+/** The stored set as this proxy may route it: the URLs it may call, or why it may call none. */
+type Routable = { urls: string[]; refused: null } | { urls: null; refused: string };
 
 export class SharedRuntimeState implements RuntimeState {
   readonly replicas: ReplicaSet;
@@ -62,13 +74,24 @@ export class SharedRuntimeState implements RuntimeState {
   private readonly configured: string[];
   private readonly replicasRead: FreshRead<void>;
   private readonly versionRead: FreshRead<void>;
+  private readonly addresses: ReplicaAddressPolicy;
+  private readonly log: (line: string) => void;
+  /** The set as stored (the flags' while none is): what a registration or removal here builds on. */
+  private stored: string[];
+  /** Why no stored replica may be called from here, or null. */
+  private refused: string | null = null;
+  /** The last stored set checked against the allowlist, so a call re-checks only a changed set. */
+  private checked: { key: string; routable: Routable } | null = null;
 
   constructor(opts: SharedStateOptions) {
     this.store = opts.store;
     this.replicas = opts.replicas;
     this.policyVersion = opts.policyVersion;
     this.clock = opts.clock;
+    this.addresses = opts.addresses ?? {};
+    this.log = opts.log ?? (() => {});
     this.configured = opts.replicas.replicas.map((r) => r.id);
+    this.stored = [...this.configured];
     // Applied inside the read: reads run one after another, so a later read's state is applied last.
     this.replicasRead = new FreshRead(async () => this.applyReplicas(await this.readReplicas()));
     this.versionRead = new FreshRead(async () => this.applyVersion(await this.readVersion()));
@@ -77,6 +100,19 @@ export class SharedRuntimeState implements RuntimeState {
   /** The set and the version as stored now (both read after this call began). */
   async refresh(): Promise<void> {
     await Promise.all([this.replicasRead.read(), this.versionRead.read()]);
+  }
+
+  /** The set as stored, including replicas this proxy will not call: what `/v1/replicas` changes. */
+  storedReplicas(): readonly string[] {
+    return this.stored;
+  }
+
+  /**
+   * Why a model call may not be routed from here after `refresh`: every stored replica is at an
+   * address this proxy's operator has not allowed. Null: route by `replicas`.
+   */
+  refusedHere(): string | null {
+    return this.refused;
   }
 
   /** The version alone, as stored now: how the end of a call learns of an update during it. */
@@ -91,7 +127,7 @@ export class SharedRuntimeState implements RuntimeState {
       updated_at: new Date(this.clock()).toISOString(),
     };
     await this.write(keys.runtimeReplicas(), doc, "replica set");
-    this.applyReplicas(doc);
+    await this.applyReplicas(doc);
   }
 
   async saveVersion(version: string, by: VersionSetter): Promise<void> {
@@ -100,12 +136,44 @@ export class SharedRuntimeState implements RuntimeState {
     this.applyVersion(doc);
   }
 
-  private applyReplicas(doc: ReplicasDocument | null): void {
-    const target = doc ? doc.urls.map(replicaId) : this.configured;
+  private async applyReplicas(doc: ReplicasDocument | null): Promise<void> {
+    this.stored = doc ? doc.urls.map(replicaId) : [...this.configured];
+    const routable = await this.routable(this.stored);
+    this.refused = routable.refused;
+    // The set cannot be empty: the old one stays, and every call is refused until the set changes.
+    if (!routable.urls) return;
+    const target = routable.urls;
     const held = this.replicas.replicas.map((r) => r.id);
     if (held.length === target.length && held.every((id, i) => id === target[i])) return;
     // Replicas kept keep their health, in-flight count and sessions (ReplicaSet.replace).
     this.replicas.replace(target);
+  }
+
+  /** The stored replicas this proxy may call: its own configured ones, and those its allowlist admits. */
+  private async routable(urls: string[]): Promise<Routable> {
+    const key = urls.join("\n");
+    if (this.checked?.key === key) return this.checked.routable;
+    const verdicts = await Promise.all(
+      urls.map(async (url) => ({
+        url,
+        why: this.configured.includes(url) ? null : await refusedAddress(url, this.addresses),
+      })),
+    );
+    const barred = verdicts.filter((v) => v.why !== null);
+    for (const v of barred)
+      this.log(
+        `stored replica ${v.url} is not called from this proxy: ${v.why} (it was added through another proxy)`,
+      );
+    const allowed = verdicts.filter((v) => v.why === null).map((v) => v.url);
+    const routable: Routable =
+      allowed.length > 0
+        ? { urls: allowed, refused: null }
+        : {
+            urls: null,
+            refused: `every replica of the trainer's stored set (${urls.join(", ")}) is at an address this proxy's operator has not allowed`,
+          };
+    this.checked = { key, routable };
+    return routable;
   }
 
   private applyVersion(doc: VersionDocument | null): void {

@@ -51,6 +51,21 @@ export function replicaId(baseUrl: string): string {
   return baseUrl.replace(/\/+$/, "");
 }
 
+/**
+ * `ids` without `id`: `unknown` if it is not there, `last` if it is the only one. The control API
+ * removes from the stored set, which may hold replicas this proxy does not route to.
+ */
+export function idsWithout(ids: readonly string[], id: string): string[] {
+  const gone = replicaId(id);
+  if (!ids.includes(gone)) throw new ReplicaSetError(`no replica ${gone} in the set`, "unknown");
+  if (ids.length === 1)
+    throw new ReplicaSetError(
+      `${gone} is the only replica: register another first, or replace the set in one call`,
+      "last",
+    );
+  return ids.filter((x) => x !== gone);
+}
+
 export type Acquired = { ok: true; lease: Lease } | { ok: false; retryAfterSeconds: number; message: string };
 
 export interface Lease {
@@ -133,13 +148,10 @@ export class ReplicaSet {
    * every proxy first): `unknown` if it is not in the set, `last` if it is the only one.
    */
   without(id: string): string[] {
-    if (!this.get(id)) throw new ReplicaSetError(`no replica ${replicaId(id)} in the set`, "unknown");
-    if (this.replicas.length === 1)
-      throw new ReplicaSetError(
-        `${replicaId(id)} is the only replica: register another first, or replace the set in one call`,
-        "last",
-      );
-    return this.replicas.filter((r) => r.id !== replicaId(id)).map((r) => r.id);
+    return idsWithout(
+      this.replicas.map((r) => r.id),
+      id,
+    );
   }
 
   /**
