@@ -16,7 +16,7 @@ import { openStore } from "../shared/node/open-store.ts";
 import { mintSessionToken } from "../shared/session-token.ts";
 import type { ObjectStore } from "../shared/store/object-store.ts";
 import type { Benchmark } from "./benchmark.ts";
-import { type Child, freePort, startChild } from "./support/children.ts";
+import { startPolicyProcess } from "./support/policy-process.ts";
 import { startS3 } from "./support/start-s3.ts";
 
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
@@ -27,8 +27,6 @@ const READS = env("BENCH_SHARED_READS", 300);
 /** Calls per session before the measured ones (the proxy's first calls fetch the model's context length). */
 const WARMUP = 3;
 const KEY = "bench-shared-state-signing-key";
-const root = new URL("..", import.meta.url).pathname;
-const node = process.execPath;
 
 interface Row {
   store: string;
@@ -159,21 +157,13 @@ interface ReadRow {
   p95: number;
 }
 
-async function startPolicy(): Promise<{ child: Child; url: string }> {
-  const port = await freePort();
-  const child = await startChild(node, [join(root, "bin/polar.js"), "policy", "--port", String(port)], {
-    ready: (line) => line.includes("listening on"),
-  });
-  return { child, url: `http://127.0.0.1:${port}` };
-}
-
 const ms = (x: number) => x.toFixed(2);
 
 const benchmark: Benchmark = {
   name: "shared-state",
   title: "Shared trainer state: the per-call cost of reading the replica set and version from the store",
   async run() {
-    const [policy, s3] = await Promise.all([startPolicy(), startS3()]);
+    const [policy, s3] = await Promise.all([startPolicyProcess(), startS3()]);
     const dir = mkdtempSync(join(os.tmpdir(), "polar-bench-shared-"));
     const s3Env = {
       ...process.env,
