@@ -69,7 +69,8 @@ and logprobs to the store, and answered in the harness's own API shape.
                         tasks go to the store, session jobs to this queue; needs a token above
   --allow-replica-addresses KINDS  where /v1/replicas may add engines beyond public addresses:
                         loopback, link-local, metadata (comma-separated; default none: they reach
-                        this host and its cloud's metadata service). --upstream is never checked
+                        this host and its cloud's metadata service); replicas other proxies stored
+                        are held to it too before this one calls them. --upstream is never checked
   --max-body-mb N       request body limit (default 32)
   --body-timeout-s N    the whole request body must arrive within N s (default 30): else 408
   --body-idle-timeout-s N  no body byte for N s cuts the request (default 10): 408
