@@ -23,7 +23,8 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import polar_policy, polar_serve_at
+from conftest import SUPPORT, polar_policy, polar_serve_at
+from support.checkouts import checkout
 from support.ecosystem import ROOT, ecosystem_venv, env_of
 
 from polar_rollouts.client import ControlClient
@@ -114,25 +115,44 @@ class NgRun:
         self.process.wait(timeout=10)
 
 
+def nemo_gym_workdir(tmp_path: Path, nemo_gym: Path) -> Path:
+    """A working directory NeMo Gym finds Polar's server directory from, and the venv for it."""
+    work = tmp_path / "work"
+    # NeMo Gym 0.4.0 looks a server directory up under the working directory (then its install
+    # root); NeMo Gym 0.5 also under $NEMO_GYM_EXTRA_ROOTS, where the docs point it instead.
+    (work / "responses_api_agents").mkdir(parents=True)
+    (work / "responses_api_agents" / "polar_agent").symlink_to(AGENT_DIR)
+    # The venv NeMo Gym would make from requirements.txt (uv, from a registry), made already:
+    # skip_venv_if_present takes it as it is.
+    venv = tmp_path / "venvs" / "responses_api_agents" / "polar_agent" / ".venv"
+    venv.parent.mkdir(parents=True)
+    venv.symlink_to(nemo_gym)
+    return work
+
+
+def agent_env(serve: dict[str, Any]) -> dict[str, str]:
+    """The three variables the shipped config reads; no PYTHONPATH: app.py finds polar_rollouts."""
+    env = env_of(POLAR_CONTROL_URL=serve["proxy_url"], POLAR_CONTROL_TOKEN=serve["token"], POLAR_NEMO_GYM_TOKEN=AGENT_TOKEN)
+    env.pop("PYTHONPATH")
+    return env
+
+
+def engine_calls(engine: str) -> int:
+    """The model calls the trainer's engine has answered (the dry-run policy's own count)."""
+    with urllib.request.urlopen(f"{engine}/debug/requests", timeout=10) as answer:
+        return int(json.loads(answer.read())["chat_completions"])
+
+
 def test_ng_run_starts_polars_agent_from_config_only_and_a_group_is_collected(
     nemo_gym: Path, engine: str, serve: dict[str, Any], tmp_path: Path
 ) -> None:
     control = ControlClient(serve["proxy_url"], serve["token"])
     dry_run = [r["url"] for r in control.replicas()]
     assert dry_run != [engine]
-    work = tmp_path / "work"
-    # NeMo Gym 0.4.0 looks a server directory up under the working directory (then its install
-    # root); NeMo Gym 0.5 also under $NEMO_GYM_EXTRA_ROOTS, where the docs point it instead.
-    (work / "responses_api_agents").mkdir(parents=True)
-    (work / "responses_api_agents" / "polar_agent").symlink_to(AGENT_DIR)
+    work = nemo_gym_workdir(tmp_path, nemo_gym)
     (work / "user.yaml").write_text(yaml.safe_dump(user_config()))
-    # The venv NeMo Gym would make from requirements.txt (uv, from a registry), made already:
-    # skip_venv_if_present takes it as it is. PYTHONPATH is unset: app.py finds polar_rollouts.
-    venv = tmp_path / "venvs" / "responses_api_agents" / "polar_agent" / ".venv"
-    venv.parent.mkdir(parents=True)
-    venv.symlink_to(nemo_gym)
-    env = env_of(POLAR_CONTROL_URL=serve["proxy_url"], POLAR_CONTROL_TOKEN=serve["token"], POLAR_NEMO_GYM_TOKEN=AGENT_TOKEN)
-    env.pop("PYTHONPATH")
+    env = agent_env(serve)
+    calls_before = engine_calls(engine)
     head = free_port()
     run = NgRun(
         nemo_gym,
@@ -183,9 +203,62 @@ def test_ng_run_starts_polars_agent_from_config_only_and_a_group_is_collected(
         assert {r["polar"]["group_id"] for r in rollouts} == {rollouts[0]["polar"]["group_id"]}
         assert all(r["polar"]["group_size"] == 2 and r["response"]["output"] for r in rollouts)
         # The sessions' model calls went to the trainer's engine, not polar serve's dry-run policy.
-        with urllib.request.urlopen(f"{engine}/debug/requests", timeout=10) as answer:
-            asked = json.loads(answer.read())
-        assert len(asked.get("requests", asked)) >= 2, asked
+        assert engine_calls(engine) >= calls_before + 2
     finally:
         run.stop()
+        control.replace_replicas(dry_run)
+
+
+def test_nemo_rls_own_nemo_gym_environment_starts_polars_agent_from_config_only(
+    nemo_gym: Path, engine: str, serve: dict[str, Any], tmp_path: Path
+) -> None:
+    """NeMo RL's `NemoGym._spinup` (from the checkout; support/nemo_rl_gym_driver.py says what of
+    it runs) with an `env.nemo_gym` block that names the shipped config and Polar's settings."""
+    nemo_rl = checkout("POLAR_NEMO_RL_CHECKOUT")
+    control = ControlClient(serve["proxy_url"], serve["token"])
+    dry_run = [r["url"] for r in control.replicas()]
+    work = nemo_gym_workdir(tmp_path, nemo_gym)
+    calls_before = engine_calls(engine)
+    spec = {
+        "base_urls": [f"{engine}/v1"],  # what NeMo RL's vLLM servers report, one per DP rank
+        # env.nemo_gym as a user writes it, and two settings of the test's own: loopback only
+        # (NeMo RL advertises its node's address for multi-node runs) and the venv made already.
+        "nemo_gym": {
+            "config_paths": [CONFIG_PATH],
+            **user_config(),
+            "default_host": "127.0.0.1",
+            "skip_venv_if_present": True,
+            "uv_venv_dir": str(tmp_path / "venvs"),
+        },
+        # One prompt, grpo.num_generations_per_prompt = 2, as _prepare_nemo_gym_rows leaves them.
+        "rows": [
+            {
+                "responses_create_params": {"input": TWO_WAYS, "temperature": 1.0, "top_p": 1.0, "max_output_tokens": 512},
+                "agent_ref": {"name": "polar_agent"},
+                "_rowidx": i,
+            }
+            for i in range(2)
+        ],
+    }
+    try:
+        done = subprocess.run(
+            [str(nemo_gym / "bin" / "python"), str(SUPPORT / "nemo_rl_gym_driver.py"), str(nemo_rl), json.dumps(spec)],
+            cwd=work,
+            env=agent_env(serve),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+        output = done.stdout + done.stderr
+        assert done.returncode == 0, output[-5000:]
+        assert f"Polar routes to the policy ['{engine}']" in output
+        found = re.search(r"^RESULTS (.*)$", done.stdout, re.M)
+        assert found, output[-5000:]
+        results = json.loads(found.group(1))
+        assert sorted(r["reward"] for r in results) == [0.0, 1.0]
+        assert {r["polar"]["group_id"] for r in results} == {results[0]["polar"]["group_id"]}
+        assert all(r["polar"]["group_size"] == 2 and r["_rowidx"] in (0, 1) for r in results)
+        assert engine_calls(engine) >= calls_before + 2
+    finally:
         control.replace_replicas(dry_run)
