@@ -1,0 +1,263 @@
+"""TRL's GRPOTrainer with the shipped rollout_func, through the distributed stack (issue 51 items 3, 4).
+
+The stack (support/fleet-stack.ts): s3rver and local-aws-sqs; `polar proxy --jobs-queue` (Node)
+and the Worker in workerd, both on one S3 store and both started on the dry-run policy; two
+`polar runner` processes on the queue, runner 0's harnesses calling the Node proxy and runner 1's
+the Worker. The trainer talks to the Node proxy only: it registers the real vLLM engine there
+(`replace_replicas`), sets each step's version there (the weight sync's `set_policy_version`) and
+submits its groups there; sessions run wherever SQS hands them, so their model calls go through
+both proxies, which route and stamp by the set and version in the store.
+
+Two optimizer steps. In the second, a runner is SIGKILLed while one of its harnesses is running and
+started again: SQS hands its messages out again after the visibility timeout (5 s here), so the
+step still gets every session of its groups, each rerun as a new attempt whose captures alone make
+its trace. Checked on every capture and row: the version is the step that sampled it, TRL's
+logprobs agree with the engine's, each session is one row with every call of one attempt.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import SUPPORT, node, trainer_module
+from support.engine_lane import needs_engine_lane
+from support.engine_stack import Stack, engine_stack, lowercase_task
+
+from polar_rollouts import ControlClient
+from polar_rollouts.store import S3Store
+
+pytestmark = needs_engine_lane
+STEPS = 2
+GROUP = 2
+MAX_TOKENS = 8
+CALLS = 2  # two-turn-agent.mjs: two model calls a session
+TOLERANCE = 1e-3  # nats
+
+
+@dataclass
+class Fleet:
+    info: dict[str, Any]
+    process: subprocess.Popen[str]
+    engine: Stack
+
+    @property
+    def proxy_urls(self) -> list[str]:
+        return list(self.info["proxy_urls"])
+
+    def command(self, line: str) -> dict[str, Any]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+        answer: dict[str, Any] = json.loads(self.process.stdout.readline())
+        assert "error" not in answer, answer
+        return answer
+
+    def store(self) -> S3Store:
+        import boto3
+        from botocore.config import Config
+
+        env = self.info["env"]
+        client = boto3.client(
+            "s3", endpoint_url=env["AWS_ENDPOINT_URL_S3"], region_name=env["AWS_REGION"],
+            aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+            config=Config(s3={"addressing_style": "path"}),
+        )  # fmt: skip
+        return S3Store(self.info["bucket"], self.info["prefix"], client=client)
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    # The fleet comes up (node, workerd, two runners) while the engine loads.
+    process = subprocess.Popen(
+        [node(), str(SUPPORT / "fleet-stack.ts")], cwd=SUPPORT.parents[2],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        with engine_stack(tmp_path_factory.mktemp("trl-fleet"), seed=1, run=1) as engine:
+            assert process.stdout is not None
+            line = process.stdout.readline()
+            if not line:
+                raise RuntimeError(f"fleet-stack.ts exited: {process.stderr.read() if process.stderr else ''}")
+            yield Fleet(json.loads(line), process, engine)
+    finally:
+        if process.stdin is not None:
+            process.stdin.close()
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def held_sessions(sessions_dir: str, runner_pid: int) -> set[str]:
+    """The sessions a runner holds now: their dirs (`<session id>.<runner pid>.<k>`) exist from INIT
+    to the end of POSTRUN (the evaluation, the result)."""
+    try:
+        names = os.listdir(sessions_dir)
+    except FileNotFoundError:
+        return set()
+    out = set()
+    for name in names:
+        parts = name.rsplit(".", 2)
+        if len(parts) == 3 and parts[1] == str(runner_pid):
+            out.add(parts[0])
+    return out
+
+
+class RunnerKiller(threading.Thread):
+    """Once armed (the second step's groups are being submitted), SIGKILLs the first runner that
+    holds a session of the step which has made a model call (a capture is stored) and has no result
+    yet, then starts that runner again through the stack."""
+
+    def __init__(self, fleet: Fleet, task_ids: list[str], first_task: int) -> None:
+        super().__init__(daemon=True)
+        self.fleet = fleet
+        self.task_ids = task_ids  # the plug-in's list, appended as it submits
+        self.first_task = first_task
+        self.armed = threading.Event()
+        self.killed: dict[str, Any] | None = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.armed.wait()
+            store = self.fleet.store()
+            pids, dirs = self.fleet.info["runner_pids"], self.fleet.info["sessions_dirs"]
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                ours = {f"{t}-{i}": t for t in self.task_ids[self.first_task :] for i in range(GROUP)}
+                for n, (pid, sessions_dir) in enumerate(zip(pids, dirs)):
+                    for sid in held_sessions(sessions_dir, pid) & ours.keys():
+                        task = ours[sid]
+                        if store.get(f"results/{task}/{sid}.json") is None and store.list(f"captures/{task}/{sid}/"):
+                            os.kill(pid, signal.SIGKILL)
+                            self.killed = {"runner": n, "pid": pid, "session": sid,
+                                           "held": sorted(held_sessions(sessions_dir, pid))}  # fmt: skip
+                            self.killed["restarted"] = self.fleet.command(f"start-runner {n}")
+                            return
+                time.sleep(0.1)
+            raise AssertionError("no runner held a session with a model call and no result in the second step")
+        except BaseException as err:  # the test thread reports it
+            self.error = err
+
+
+def write_tasks(path: Path) -> list[str]:
+    prompts = ["Write a few words in lowercase letters only.", "Describe the sea using lowercase letters only."]
+    tasks = [lowercase_task(f"fleet-{i}", p, MAX_TOKENS) for i, p in enumerate(prompts)]
+    path.write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    return prompts
+
+
+def captured(url: str) -> int:
+    """The calls a proxy (this process or isolate) captured since it started: its /metrics."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as res:
+        text = res.read().decode()
+    return sum(int(float(line.rsplit(" ", 1)[1])) for line in text.splitlines() if line.startswith("polar_proxy_captures_total{"))
+
+
+def test_grpo_trainer_two_steps_through_the_fleet_with_a_runner_killed(fleet: Fleet, tmp_path: Path) -> None:
+    trainer_module("trl", "pip install 'polar-rollouts[trl]'")
+    from test_trl_plugin_engine import grpo_trainer
+
+    from polar_rollouts.plugins.trl import polar_reward, polar_rollout_func
+
+    engine, token = fleet.engine, fleet.info["control_token"]
+    node_url, worker_url = fleet.proxy_urls
+    # The trainer registers its engine through the Node proxy; the Worker routes by the same set.
+    ControlClient(node_url, token).replace_replicas([engine.engine_url])
+    assert [r["url"] for r in ControlClient(worker_url, token).replicas()] == [engine.engine_url]
+
+    prompts = write_tasks(tmp_path / "tasks.jsonl")
+    rollout = polar_rollout_func(
+        node_url, token, tasks=tmp_path / "tasks.jsonl",
+        engine_url=engine.engine_url, model_dir=engine.model_dir, timeout_s=180, poll_s=0.5,
+    )  # fmt: skip
+    killer = RunnerKiller(fleet, rollout.task_ids, first_task=len(prompts))
+    killer.start()
+    batches: list[dict[str, Any]] = []
+
+    def rollout_func(p: list[Any], t: Any) -> dict[str, Any]:
+        if len(batches) == 1:
+            killer.armed.set()
+        batches.append(rollout(p, t))
+        return batches[-1]
+
+    trainer = grpo_trainer(engine, tmp_path / "out", rollout_func, prompts, STEPS)
+    result = trainer.train()
+    killer.join(timeout=5)
+    assert killer.error is None, killer.error
+    assert killer.killed is not None
+    assert result.global_step == STEPS
+
+    # TRL's own importance-sampling path: its logprobs (before the step) against the engine's.
+    logs = [e for e in trainer.state.log_history if "sampling/sampling_logp_difference/max" in e]
+    assert len(logs) == STEPS
+    for entry in logs:
+        assert entry["sampling/sampling_logp_difference/max"] < TOLERANCE, entry
+        assert abs(entry["sampling/importance_sampling_ratio/mean"] - 1) < TOLERANCE, entry
+    assert [s.version for s in rollout.syncs] == [str(k) for k in range(STEPS)]
+
+    # Every session of every group is one completed row, sampled by this step's weights.
+    store = fleet.store()
+    reruns = stored = 0
+    for step, batch in enumerate(batches):
+        n = len(batch["prompt_ids"])
+        assert n == GROUP * len(prompts) and all(len(v) == n for v in batch.values())
+        assert batch["polar_policy_version"] == [str(step)] * n, batch["polar_policy_version"]
+        assert batch["polar_status"] == ["COMPLETED"] * n, batch["polar_status"]
+        assert all(r is not None for r in batch["polar_reward"])
+        assert len(set(batch["polar_session_id"])) == n
+        for task_id in dict.fromkeys(batch["polar_task_id"]):
+            rows = [json.loads(line) for line in (store.get(f"trajectories/{task_id}.jsonl") or b"").splitlines()]
+            sessions = {f"{task_id}-{i}" for i in range(GROUP)}
+            assert {r["session_id"] for r in rows} == sessions
+            assert len({(r["session_id"], r["trace_index"]) for r in rows}) == len(rows)
+            for sid in sessions:
+                res = json.loads(store.get(f"results/{task_id}/{sid}.json") or b"null")
+                assert res["status"] == "COMPLETED"
+                captures = [
+                    json.loads(gzip.decompress(store.get(k) or b""))
+                    for k in store.list(f"captures/{task_id}/{sid}/")
+                ]
+                attempt = {c["capture_id"]: c["attempt"] for c in captures}
+                used = [cid for t in res["trajectory"]["traces"] for cid in t["capture_ids"]]
+                # Every call of the attempt that wrote the result, once; none of a killed attempt.
+                assert sorted(used) == sorted(k for k, a in attempt.items() if a == res["attempt"]), (sid, used)
+                assert len(used) == CALLS, (sid, used)
+                reruns += res["attempt"] > 0
+                stored += len(captures)
+                for c in captures:
+                    # The version that sampled it: the engine's, or the trainer's step with the reason.
+                    assert c["policy_version"] == str(step), c
+                    assert c["policy_version_source"] == "engine" or (
+                        c["policy_version_source"] == "trainer" and c.get("policy_version_note")
+                    ), c
+                    assert c["replica"] == engine.engine_url, c
+    # The killed session was rerun, and the calls its killed attempt made are in the store but in
+    # no trace (the check above: a trace holds exactly the calls of the result's attempt).
+    sid = killer.killed["session"]
+    task_id = sid.rsplit("-", 1)[0]
+    killed = json.loads(store.get(f"results/{task_id}/{sid}.json") or b"null")
+    attempts = [json.loads(gzip.decompress(store.get(k) or b""))["attempt"] for k in store.list(f"captures/{task_id}/{sid}/")]
+    assert killed["attempt"] > 0 and min(attempts) < killed["attempt"], (killer.killed, attempts)
+    assert reruns >= 1, killer.killed
+
+    # Both proxies took model calls (each capture above names the engine the trainer registered
+    # through the Node proxy), and every call either took is in the store.
+    through = {"node": captured(node_url), "worker": captured(worker_url)}
+    assert through["node"] > 0 and through["worker"] > 0, through
+    assert sum(through.values()) == stored, (through, stored)
+    print(f"fleet: killed {killer.killed}; {reruns} session(s) rerun; captures through {through}")
