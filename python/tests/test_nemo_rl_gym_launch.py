@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 import yaml
+from omegaconf import OmegaConf
 from conftest import SUPPORT, polar_policy, polar_serve_at
 from support.checkouts import checkout
 from support.ecosystem import ROOT, ecosystem_venv, env_of
@@ -209,27 +210,43 @@ def test_ng_run_starts_polars_agent_from_config_only_and_a_group_is_collected(
         control.replace_replicas(dry_run)
 
 
+def documented_nemo_rl_config(tmp_path: Path) -> dict[str, Any]:
+    """docs/trainers.md's NeMo RL config block, resolved as NeMo RL's run_grpo_nemo_gym.py does
+    (OmegaConf.to_container(resolve=True)), with the test's group of 2 and task, loopback only
+    (NeMo RL advertises its node's address for multi-node runs) and the venv made already."""
+    docs = (ROOT / "docs" / "trainers.md").read_text()
+    block = re.search(r"```yaml\n(# NeMo RL config\n.*?)```", docs, re.S)
+    assert block, "docs/trainers.md has no NeMo RL config block"
+    test = user_config()["polar_agent"]["responses_api_agents"]["polar_agent"]["task_template"]
+    ours = {
+        "grpo": {"num_generations_per_prompt": 2},
+        "env": {
+            "nemo_gym": {
+                "polar_agent": {"responses_api_agents": {"polar_agent": {"task_template": test}}},
+                "default_host": "127.0.0.1",
+                "skip_venv_if_present": True,
+                "uv_venv_dir": str(tmp_path / "venvs"),
+            }
+        },
+    }
+    config = OmegaConf.to_container(OmegaConf.merge(OmegaConf.create(block.group(1)), ours), resolve=True)
+    assert isinstance(config, dict)
+    return {str(k): v for k, v in config.items()}
+
+
 def test_nemo_rls_own_nemo_gym_environment_starts_polars_agent_from_config_only(
     nemo_gym: Path, engine: str, serve: dict[str, Any], tmp_path: Path
 ) -> None:
-    """NeMo RL's `NemoGym._spinup` (from the checkout; support/nemo_rl_gym_driver.py says what of
-    it runs) with an `env.nemo_gym` block that names the shipped config and Polar's settings."""
+    """NeMo RL's `should_use_nemo_gym` and `NemoGym._spinup` (from the checkout;
+    support/nemo_rl_gym_driver.py says what of it runs) on the config docs/trainers.md gives."""
     nemo_rl = checkout("POLAR_NEMO_RL_CHECKOUT")
     control = ControlClient(serve["proxy_url"], serve["token"])
     dry_run = [r["url"] for r in control.replicas()]
     work = nemo_gym_workdir(tmp_path, nemo_gym)
     calls_before = engine_calls(engine)
     spec = {
+        "config": documented_nemo_rl_config(tmp_path),
         "base_urls": [f"{engine}/v1"],  # what NeMo RL's vLLM servers report, one per DP rank
-        # env.nemo_gym as a user writes it, and two settings of the test's own: loopback only
-        # (NeMo RL advertises its node's address for multi-node runs) and the venv made already.
-        "nemo_gym": {
-            "config_paths": [CONFIG_PATH],
-            **user_config(),
-            "default_host": "127.0.0.1",
-            "skip_venv_if_present": True,
-            "uv_venv_dir": str(tmp_path / "venvs"),
-        },
         # One prompt, grpo.num_generations_per_prompt = 2, as _prepare_nemo_gym_rows leaves them.
         "rows": [
             {

@@ -1,5 +1,7 @@
 """NeMo RL's own NeMo Gym environment (``nemo_rl/environments/nemo_gym.py`` from a checkout) spun up
-in-process in the nemo-gym venv, as NeMo RL's GRPO does inside its Ray actor: ``NemoGym(cfg)``,
+in-process in the nemo-gym venv, as NeMo RL's GRPO does inside its Ray actor, on a resolved NeMo RL
+config: ``should_use_nemo_gym(config)`` (the check run_grpo_nemo_gym.py asserts), ``NemoGym(cfg)``
+with its ``env.nemo_gym`` block,
 ``_spinup()`` (which writes ``policy_base_url`` from ``cfg["base_urls"]`` and starts NeMo Gym's
 ``RunHelper``), then ``rch.run_examples`` on the rows, the call ``run_rollouts`` starts with.
 
@@ -45,11 +47,14 @@ def main() -> None:
 
     import ray
 
+    config = spec["config"]
+    assert nemo_gym_env.should_use_nemo_gym(types.SimpleNamespace(env=config["env"], policy=config["policy"]))
+
     nemo_gym_env._get_node_ip_local = lambda: "127.0.0.1"
     ray.init(include_dashboard=False)
     env = nemo_gym_env.NemoGym.__ray_metadata__.modified_class(
         nemo_gym_env.NemoGymConfig(
-            model_name="policy", base_urls=spec["base_urls"], initial_global_config_dict=spec["nemo_gym"]
+            model_name="policy", base_urls=spec["base_urls"], initial_global_config_dict=dict(config["env"]["nemo_gym"])
         )
     )
     try:
