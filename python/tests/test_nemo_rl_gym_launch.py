@@ -9,6 +9,7 @@ calls reached that engine."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -19,13 +20,15 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import yaml
 from omegaconf import OmegaConf
+from transformers import AutoTokenizer
 from conftest import SUPPORT, polar_policy, polar_serve_at
-from support.checkouts import checkout
+from support.checkouts import checkout, nemo_rl_imports
 from support.ecosystem import ROOT, ecosystem_venv, env_of
 
 from polar_rollouts.client import ControlClient
@@ -238,7 +241,8 @@ def test_nemo_rls_own_nemo_gym_environment_starts_polars_agent_from_config_only(
     nemo_gym: Path, engine: str, serve: dict[str, Any], tmp_path: Path
 ) -> None:
     """NeMo RL's `should_use_nemo_gym` and `NemoGym._spinup` (from the checkout;
-    support/nemo_rl_gym_driver.py says what of it runs) on the config docs/trainers.md gives."""
+    support/nemo_rl_gym_driver.py says what of it runs) on the config docs/trainers.md gives, then
+    its `_postprocess_nemo_gym_to_nemo_rl_result` on each answer, as `run_rollouts` does."""
     nemo_rl = checkout("POLAR_NEMO_RL_CHECKOUT")
     control = ControlClient(serve["proxy_url"], serve["token"])
     dry_run = [r["url"] for r in control.replicas()]
@@ -277,5 +281,20 @@ def test_nemo_rls_own_nemo_gym_environment_starts_polars_agent_from_config_only(
         assert {r["polar"]["group_id"] for r in results} == {results[0]["polar"]["group_id"]}
         assert all(r["polar"]["group_size"] == 2 and r["_rowidx"] in (0, 1) for r in results)
         assert engine_calls(engine) >= calls_before + 2
+        # What run_rollouts does next with each answer: NeMo RL's postprocessing onto its message
+        # log (its contiguity check, token and logprob tensors), here with real torch.
+        with nemo_rl_imports():
+            from nemo_rl.environments.nemo_gym import NemoGym
+        postprocess = NemoGym.__ray_metadata__.modified_class._postprocess_nemo_gym_to_nemo_rl_result
+        tokenizer = AutoTokenizer.from_pretrained(str(ROOT / ".cache" / "engine" / "smollm2-135m-instruct"))
+        for row, result in zip(spec["rows"], results):
+            calls = [item for item in result["response"]["output"] if item.get("generation_token_ids")]
+            assert len(calls) >= 2  # so the contiguity check compares one call with the next
+            # It pops the token fields off the answer it is given.
+            log = postprocess(SimpleNamespace(cfg={}), row, copy.deepcopy(result), tokenizer)["message_log"]
+            assert [m["role"] for m in log] == ["user", "assistant"] * len(calls)
+            for call, said in zip(calls, log[1::2]):
+                assert said["token_ids"].tolist() == call["generation_token_ids"]
+                assert said["generation_logprobs"].tolist() == pytest.approx(call["generation_log_probs"])
     finally:
         control.replace_replicas(dry_run)

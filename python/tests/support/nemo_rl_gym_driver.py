@@ -9,7 +9,7 @@ Run by test_nemo_rl_gym_launch.py: ``python nemo_rl_gym_driver.py CHECKOUT SPEC_
 directory NeMo Gym looks server directories up in. Prints one ``RESULTS <json>`` line. NeMo RL's
 module imports torch and transformers at the top, which this venv lacks: they are empty modules
 here (checkouts.stubbed), and nothing that runs reads them; ``run_rollouts``' postprocessing onto
-token tensors is therefore not run. The node address NeMo RL detects is replaced by 127.0.0.1 so
+token tensors runs in the test's own venv, on the results printed. The node address NeMo RL detects is replaced by 127.0.0.1 so
 everything stays on loopback (NeMo RL advertises it for multi-node runs)."""
 
 from __future__ import annotations
