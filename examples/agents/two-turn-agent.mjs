@@ -13,12 +13,31 @@ const baseUrl = (process.env.OPENAI_BASE_URL ?? "http://127.0.0.1:8787/v1").repl
 const apiKey = process.env.OPENAI_API_KEY ?? "none";
 const model = process.env.OPENAI_MODEL ?? "policy";
 
+// As the OpenAI SDK and coding-agent CLIs do, a call that finds no proxy (one restarting) or a
+// 502/503/504 is sent again, here for up to about 30 s: a fleet's proxies share their state, so
+// the call is the same wherever it lands.
+const RETRY_STATUS = new Set([502, 503, 504]);
+
+async function post(body) {
+  for (let wait = 250; ; wait *= 2) {
+    const last = wait > 16_000;
+    try {
+      const res = await fetch(`${baseUrl}/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${apiKey}` },
+        body,
+      });
+      if (last || !RETRY_STATUS.has(res.status)) return res;
+      await res.arrayBuffer();
+    } catch (err) {
+      if (last) throw err;
+    }
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+}
+
 async function ask(messages) {
-  const res = await fetch(`${baseUrl}/chat/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json", authorization: `Bearer ${apiKey}` },
-    body: JSON.stringify({ model, messages }),
-  });
+  const res = await post(JSON.stringify({ model, messages }));
   if (!res.ok) {
     process.stderr.write(`two-turn-agent: HTTP ${res.status}: ${await res.text()}\n`);
     process.exit(1);

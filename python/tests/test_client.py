@@ -411,3 +411,49 @@ def test_register_replica_waits_for_an_engine_still_loading(trainer_engines: dic
         client.remove_replica(url)
         server.shutdown()
         server.server_close()
+
+
+def test_polls_ask_again_while_the_proxy_restarts() -> None:
+    """A fleet's proxy restarting under a trainer's wait (connection refused, then a 503 from a
+    store not ready) is no answer about the task: the poll goes on until its deadline. Before, the
+    first refused connection ended the training run (python/tests/test_trl_fleet.py's restart)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    polls: list[str] = []
+
+    class Restarted(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            polls.append(self.path)
+            status, body = (503, {"error": {"message": "store"}}) if len(polls) == 1 else (200, {"state": "completed", "counts": {}})
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    naps: list[float] = []
+
+    def nap(s: float) -> None:
+        naps.append(s)
+        if len(naps) == 3:  # the proxy is back on its port after three refused polls
+            server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Restarted)
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            servers.append(server)
+
+    servers: list[http.server.ThreadingHTTPServer] = []
+    client = ControlClient(f"http://127.0.0.1:{port}", "t", sleep=nap)
+    try:
+        assert client.wait("restart", timeout_s=30, poll_s=0.01)["state"] == "completed"
+        assert len(naps) == 4 and polls == ["/v1/tasks/restart"] * 2
+        # Out of time, the last error is raised; other errors are not asked again.
+        with pytest.raises(ControlApiError) as err:
+            ControlClient("http://127.0.0.1:9", "t", sleep=lambda _s: None).wait("gone", timeout_s=0.2)
+        assert err.value.status == 0
+    finally:
+        for server in servers:
+            server.shutdown()
+            server.server_close()

@@ -8,11 +8,17 @@ the Worker. The trainer talks to the Node proxy only: it registers the real vLLM
 submits its groups there; sessions run wherever SQS hands them, so their model calls go through
 both proxies, which route and stamp by the set and version in the store.
 
-Two optimizer steps. In the second, a runner is SIGKILLed while one of its harnesses is running and
-started again: SQS hands its messages out again after the visibility timeout (5 s here), so the
-step still gets every session of its groups, each rerun as a new attempt whose captures alone make
-its trace. Checked on every capture and row: the version is the step that sampled it, TRL's
-logprobs agree with the engine's, each session is one row with every call of one attempt.
+Two optimizer steps, a fault in each, injected while a runner holds a session of the step that
+has made a model call and has no result yet:
+- step 0: the Node proxy restarts (SIGTERM, started again on its port), under runner 0's harness
+  and under the trainer's polling. The trainer's polls and the harness's calls ask again (before,
+  the first refused poll ended the run, and the harness's session ended ERROR: a failed row);
+- step 1: that runner is SIGKILLed and started again: SQS hands its messages out again after the
+  visibility timeout (5 s here), and each session it held is rerun as a new attempt whose calls
+  alone make its trace (the killed attempt's calls stay in the store, in no trace).
+Checked on every capture and row: the version is the step that sampled it, TRL's logprobs agree
+with the engine's, every session of every group is one completed row made of every call of one
+attempt, each once, and both proxies took calls.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ STEPS = 2
 GROUP = 2
 MAX_TOKENS = 8
 CALLS = 2  # two-turn-agent.mjs: two model calls a session
+PROMPTS = ["Write a few words in lowercase letters only.", "Describe the sea using lowercase letters only."]
 TOLERANCE = 1e-3  # nats
 
 
@@ -115,18 +122,21 @@ def held_sessions(sessions_dir: str, runner_pid: int) -> set[str]:
     return out
 
 
-class RunnerKiller(threading.Thread):
-    """Once armed (the second step's groups are being submitted), SIGKILLs the first runner that
-    holds a session of the step which has made a model call (a capture is stored) and has no result
-    yet, then starts that runner again through the stack."""
+class Fault(threading.Thread):
+    """Once armed (a step's groups are being submitted), waits for a session of that step held by
+    a runner (``runners[0]`` first) that has made a model call (a capture is stored) and has no result yet,
+    then either SIGKILLs that runner and starts it again (``kill``), or restarts the Node proxy,
+    which runner 0's harnesses call and the trainer polls (``restart-proxy``)."""
 
-    def __init__(self, fleet: Fleet, task_ids: list[str], first_task: int) -> None:
+    def __init__(self, fleet: Fleet, task_ids: list[str], first_task: int, action: str, runners: list[int]) -> None:
         super().__init__(daemon=True)
         self.fleet = fleet
         self.task_ids = task_ids  # the plug-in's list, appended as it submits
         self.first_task = first_task
+        self.action = action
+        self.runners = runners
         self.armed = threading.Event()
-        self.killed: dict[str, Any] | None = None
+        self.done: dict[str, Any] | None = None
         self.error: BaseException | None = None
 
     def run(self) -> None:
@@ -134,29 +144,35 @@ class RunnerKiller(threading.Thread):
             self.armed.wait()
             store = self.fleet.store()
             pids, dirs = self.fleet.info["runner_pids"], self.fleet.info["sessions_dirs"]
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                ours = {f"{t}-{i}": t for t in self.task_ids[self.first_task :] for i in range(GROUP)}
-                for n, (pid, sessions_dir) in enumerate(zip(pids, dirs)):
-                    for sid in held_sessions(sessions_dir, pid) & ours.keys():
+            armed_at = time.monotonic()
+            while time.monotonic() < armed_at + 120:
+                tasks = self.task_ids[self.first_task : self.first_task + len(PROMPTS)]
+                ours = {f"{t}-{i}": t for t in tasks for i in range(GROUP)}
+                # The first runner listed is the one wanted; SQS may hand it no session of the
+                # step, so after a few seconds the others' sessions do.
+                for n in self.runners if time.monotonic() > armed_at + 8 else self.runners[:1]:
+                    for sid in held_sessions(dirs[n], pids[n]) & ours.keys():
                         task = ours[sid]
                         if store.get(f"results/{task}/{sid}.json") is None and store.list(f"captures/{task}/{sid}/"):
-                            os.kill(pid, signal.SIGKILL)
-                            self.killed = {"runner": n, "pid": pid, "session": sid,
-                                           "held": sorted(held_sessions(sessions_dir, pid))}  # fmt: skip
-                            self.killed["restarted"] = self.fleet.command(f"start-runner {n}")
+                            self.done = {"action": self.action, "runner": n, "pid": pids[n], "session": sid}
+                            if self.action == "kill":
+                                os.kill(pids[n], signal.SIGKILL)
+                                self.done["restarted"] = self.fleet.command(f"start-runner {n}")
+                                pids[n] = self.done["restarted"]["pid"]
+                            else:  # the calls it took before, as its /metrics restarts at 0
+                                self.done["captured_before"] = captured(self.fleet.proxy_urls[0])
+                                self.done["restarted"] = self.fleet.command("restart-proxy")
                             return
                 time.sleep(0.1)
-            raise AssertionError("no runner held a session with a model call and no result in the second step")
+            raise AssertionError(f"{self.action}: no runner of {self.runners} held a session with a model call and no result")
         except BaseException as err:  # the test thread reports it
             self.error = err
 
 
 def write_tasks(path: Path) -> list[str]:
-    prompts = ["Write a few words in lowercase letters only.", "Describe the sea using lowercase letters only."]
-    tasks = [lowercase_task(f"fleet-{i}", p, MAX_TOKENS) for i, p in enumerate(prompts)]
+    tasks = [lowercase_task(f"fleet-{i}", p, MAX_TOKENS) for i, p in enumerate(PROMPTS)]
     path.write_text("".join(json.dumps(t) + "\n" for t in tasks))
-    return prompts
+    return PROMPTS
 
 
 def captured(url: str) -> int:
@@ -168,7 +184,7 @@ def captured(url: str) -> int:
     return sum(int(float(line.rsplit(" ", 1)[1])) for line in text.splitlines() if line.startswith("polar_proxy_captures_total{"))
 
 
-def test_grpo_trainer_two_steps_through_the_fleet_with_a_runner_killed(fleet: Fleet, tmp_path: Path) -> None:
+def test_grpo_trainer_two_steps_through_the_fleet_with_a_proxy_restarted_and_a_runner_killed(fleet: Fleet, tmp_path: Path) -> None:
     trainer_module("trl", "pip install 'polar-rollouts[trl]'")
     from test_trl_plugin_engine import grpo_trainer
 
@@ -185,21 +201,27 @@ def test_grpo_trainer_two_steps_through_the_fleet_with_a_runner_killed(fleet: Fl
         node_url, token, tasks=tmp_path / "tasks.jsonl",
         engine_url=engine.engine_url, model_dir=engine.model_dir, timeout_s=180, poll_s=0.5,
     )  # fmt: skip
-    killer = RunnerKiller(fleet, rollout.task_ids, first_task=len(prompts))
-    killer.start()
+    # Step 0: the Node proxy restarts under a session of runner 0 (mid-call or between its calls)
+    # and under the trainer's polling. Step 1: a runner holding a session is SIGKILLed.
+    faults = [
+        Fault(fleet, rollout.task_ids, 0, "restart-proxy", runners=[0, 1]),
+        Fault(fleet, rollout.task_ids, len(prompts), "kill", runners=[1, 0]),
+    ]
+    for f in faults:
+        f.start()
     batches: list[dict[str, Any]] = []
 
     def rollout_func(p: list[Any], t: Any) -> dict[str, Any]:
-        if len(batches) == 1:
-            killer.armed.set()
+        faults[len(batches)].armed.set()
         batches.append(rollout(p, t))
         return batches[-1]
 
     trainer = grpo_trainer(engine, tmp_path / "out", rollout_func, prompts, STEPS)
     result = trainer.train()
-    killer.join(timeout=5)
-    assert killer.error is None, killer.error
-    assert killer.killed is not None
+    for f in faults:
+        f.join(timeout=5)
+        assert f.error is None, f.error
+        assert f.done is not None
     assert result.global_step == STEPS
 
     # TRL's own importance-sampling path: its logprobs (before the step) against the engine's.
@@ -213,6 +235,7 @@ def test_grpo_trainer_two_steps_through_the_fleet_with_a_runner_killed(fleet: Fl
     # Every session of every group is one completed row, sampled by this step's weights.
     store = fleet.store()
     reruns = stored = 0
+    retried: list[str] = []
     for step, batch in enumerate(batches):
         n = len(batch["prompt_ids"])
         assert n == GROUP * len(prompts) and all(len(v) == n for v in batch.values())
@@ -232,11 +255,16 @@ def test_grpo_trainer_two_steps_through_the_fleet_with_a_runner_killed(fleet: Fl
                     json.loads(gzip.decompress(store.get(k) or b""))
                     for k in store.list(f"captures/{task_id}/{sid}/")
                 ]
-                attempt = {c["capture_id"]: c["attempt"] for c in captures}
+                by_id = {c["capture_id"]: c for c in captures}
                 used = [cid for t in res["trajectory"]["traces"] for cid in t["capture_ids"]]
+                same = {k for k, c in by_id.items() if c["attempt"] == res["attempt"]}
                 # Every call of the attempt that wrote the result, once; none of a killed attempt.
-                assert sorted(used) == sorted(k for k, a in attempt.items() if a == res["attempt"]), (sid, used)
-                assert len(used) == CALLS, (sid, used)
+                assert len(used) == len(set(used)) == CALLS and set(used) <= same, (sid, used, same)
+                for k in same - set(used):
+                    # A call the proxy captured but whose answer its restart cut: the harness sent
+                    # it again, and that retry (the same prompt) is the one in the trace.
+                    assert by_id[k]["prompt_token_ids"] in [by_id[u]["prompt_token_ids"] for u in used], by_id[k]
+                    retried.append(f"{sid}: {by_id[k].get('stream_status')}")
                 reruns += res["attempt"] > 0
                 stored += len(captures)
                 for c in captures:
@@ -248,16 +276,18 @@ def test_grpo_trainer_two_steps_through_the_fleet_with_a_runner_killed(fleet: Fl
                     assert c["replica"] == engine.engine_url, c
     # The killed session was rerun, and the calls its killed attempt made are in the store but in
     # no trace (the check above: a trace holds exactly the calls of the result's attempt).
-    sid = killer.killed["session"]
+    killer = faults[1]
+    assert killer.done is not None
+    sid = killer.done["session"]
     task_id = sid.rsplit("-", 1)[0]
     killed = json.loads(store.get(f"results/{task_id}/{sid}.json") or b"null")
     attempts = [json.loads(gzip.decompress(store.get(k) or b""))["attempt"] for k in store.list(f"captures/{task_id}/{sid}/")]
-    assert killed["attempt"] > 0 and min(attempts) < killed["attempt"], (killer.killed, attempts)
-    assert reruns >= 1, killer.killed
+    assert killed["attempt"] > 0 and min(attempts) < killed["attempt"], (killer.done, attempts)
+    assert reruns >= 1, killer.done
 
     # Both proxies took model calls (each capture above names the engine the trainer registered
     # through the Node proxy), and every call either took is in the store.
-    through = {"node": captured(node_url), "worker": captured(worker_url)}
+    through = {"node": faults[0].done["captured_before"] + captured(node_url), "worker": captured(worker_url)}
     assert through["node"] > 0 and through["worker"] > 0, through
     assert sum(through.values()) == stored, (through, stored)
-    print(f"fleet: killed {killer.killed}; {reruns} session(s) rerun; captures through {through}")
+    print(f"fleet: {[f.done for f in faults]}; {reruns} session(s) rerun; calls retried after the restart {retried}; captures through {through}")

@@ -39,6 +39,10 @@ class TaskFailed(RuntimeError):
 # The largest answer or download read: a shard of a big group is tens of MB; a URL that never
 # ends (a misbehaving server) must not fill the trainer's memory.
 MAX_READ_BYTES = 1 << 30
+# No answer about the task, only about the path to it: a proxy restarting (connection refused), or
+# a load balancer with no proxy behind it (502, 504), or a store that cannot say right now (503).
+# Every proxy on a fleet's store answers the same, so a poll that meets one asks again.
+TRANSIENT = frozenset({0, 502, 503, 504})
 
 
 class _HttpOnlyRedirects(urllib.request.HTTPRedirectHandler):
@@ -159,10 +163,11 @@ class ControlClient:
     # -- the loop a trainer runs --------------------------------------------------------------
 
     def wait(self, task_id: str, *, timeout_s: float = 600.0, poll_s: float = 1.0) -> dict[str, Any]:
-        """Polls status until ``completed``; raises TaskFailed if cancelled or out of time."""
+        """Polls status until ``completed``; raises TaskFailed if cancelled or out of time. A poll
+        that finds no proxy (a restart) or a 502/503/504 asks again until ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
         while True:
-            status = self.status(task_id)
+            status = self._polled(lambda: self.status(task_id), deadline, poll_s)
             _raise_if_cancelled(task_id, status)
             if status["state"] == "completed":
                 return status
@@ -177,7 +182,7 @@ class ControlClient:
         seen: set[str] = set()
         deadline = time.monotonic() + timeout_s
         while True:
-            listing = self.trajectories(task_id)
+            listing = self._polled(lambda: self.trajectories(task_id), deadline, poll_s)
             missing = 0
             for entry in listing["results"]:
                 if entry["session_id"] in seen:
@@ -191,7 +196,7 @@ class ControlClient:
                 seen.add(entry["session_id"])
                 yield parse_result(data)
             # A cancelled group also completes (its sessions end as ERROR): that is no finished group.
-            _raise_if_cancelled(task_id, self.status(task_id))
+            _raise_if_cancelled(task_id, self._polled(lambda: self.status(task_id), deadline, poll_s))
             if listing["complete"] and missing == 0:
                 return
             if time.monotonic() >= deadline:
@@ -200,7 +205,7 @@ class ControlClient:
 
     def shard(self, task_id: str) -> list[Trace]:
         """The complete group shard's traces (Parquet, or the JSONL twin for a task with no trace)."""
-        listing = self.trajectories(task_id)
+        listing = self._polled(lambda: self.trajectories(task_id), time.monotonic() + self.timeout_s, 0.5)
         if not listing["complete"]:
             raise TaskFailed(f"task {task_id}: the group shard is not written yet")
         shard = listing.get("shard")
@@ -222,6 +227,17 @@ class ControlClient:
         return self.shard(submitted["task_id"])
 
     # -- plumbing -----------------------------------------------------------------------------
+
+    def _polled(self, read: Callable[[], dict[str, Any]], deadline: float, poll_s: float) -> dict[str, Any]:
+        """``read()``, asked again after a transient error (``TRANSIENT``) until ``deadline``: a poll
+        loop must not end a training run because one proxy of the fleet restarted."""
+        while True:
+            try:
+                return read()
+            except ControlApiError as err:
+                if err.status not in TRANSIENT or time.monotonic() >= deadline:
+                    raise
+            self._sleep(poll_s)
 
     def _until_reachable(
         self, method: str, body: Mapping[str, Any], wait_s: float, poll_s: float

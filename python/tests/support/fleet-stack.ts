@@ -177,7 +177,9 @@ function startRunner(n: number): ChildProcess {
       POLAR,
       "runner",
       ...["--queue", queueUrl, "--store", `s3://${s3.bucket}/${PREFIX}`, "--proxy-url", proxyUrls[n]],
-      ...["--run", "2", "--visibility-timeout", String(VISIBILITY_S), "--wait-seconds", "1"],
+      // Few messages held each, so both runners take sessions of a step.
+      ...["--run", "2", "--init", "1", "--ready", "1"],
+      ...["--visibility-timeout", String(VISIBILITY_S), "--wait-seconds", "1"],
       ...["--grace-seconds", "5", "--sessions-dir", sessionsDir(n)],
     ],
     { cwd: root, env: childEnv, stdio: ["ignore", "pipe", "pipe"], detached: true },
