@@ -29,11 +29,16 @@ export function miniSweAgentSettings(ctx: PresetContext): Record<string, unknown
   };
 }
 
-/** The driver's last stdout line: `{"polar_result": {"exit_status", "submission"}}`. */
+/**
+ * The driver's last stdout line: `{"polar_result": {"exit_status", "submission"}}`. It exits 0 when
+ * the agent itself ended the run (its AGENT_ENDS: submitted, or out of steps, time or well-formed
+ * actions): the policy's outcome, which the judge scores (an RL run must see a small model's failed
+ * sessions as 0s, not drop them as errors); 1 when the harness failed.
+ */
 export function parseMiniSweAgentOutput(stdout: string, exitCode: number | null): HarnessOutcome {
   const result = driverResult(stdout);
   const answer = typeof result?.submission === "string" ? result.submission.trim() : "";
-  return { finalAnswer: answer || null, success: exitCode === 0 && result?.exit_status === "Submitted" };
+  return { finalAnswer: answer || null, success: exitCode === 0 && typeof result?.exit_status === "string" };
 }
 
 export const miniSweAgent: HarnessPreset = {

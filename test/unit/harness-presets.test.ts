@@ -131,12 +131,17 @@ describe("preset specifics", () => {
     expect(without.argv).not.toContain("--title");
   });
 
-  it("mini_swe_agent reads the driver's result line: submitted answer, or a failure", () => {
+  it("mini_swe_agent reads the driver's result line: how the agent ended, or a failure", () => {
     const preset = CLI_PRESETS.mini_swe_agent;
     const ok = 'log\n{"polar_result": {"exit_status": "Submitted", "submission": "Done.\\n"}}\n';
     expect(preset.parseOutput(ok, "", 0)).toEqual({ finalAnswer: "Done.", success: true });
-    const limited = '{"polar_result": {"exit_status": "LimitsExceeded", "submission": ""}}';
-    expect(preset.parseOutput(limited, "", 1)).toEqual({ finalAnswer: null, success: false });
+    // Out of steps or of well-formed actions: the policy's outcome, for the judge to score.
+    for (const ended of ["LimitsExceeded", "RepeatedFormatError"]) {
+      const out = `{"polar_result": {"exit_status": "${ended}", "submission": ""}}`;
+      expect(preset.parseOutput(out, "", 0)).toEqual({ finalAnswer: null, success: true });
+    }
+    const crashed = '{"polar_result": {"exit_status": "APIConnectionError", "submission": ""}}';
+    expect(preset.parseOutput(crashed, "", 1)).toEqual({ finalAnswer: null, success: false });
     expect(preset.parseOutput("Traceback ...", "", 1)).toEqual({ finalAnswer: null, success: false });
   });
 

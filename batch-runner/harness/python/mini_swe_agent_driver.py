@@ -18,14 +18,27 @@ from minisweagent.models import get_model
 from minisweagent.utils.serialize import recursive_merge
 
 
+# How the agent itself ended a run: each is the policy's outcome, for the judge to score (a session
+# that ran out of steps or kept writing unparseable actions earns its 0, and RL learns from that).
+# Anything else (an exception: the proxy unreachable, a crash) is the harness failing: exit 1.
+AGENT_ENDS = ("Submitted", "LimitsExceeded", "RepeatedFormatError", "TimeExceeded")
+# The model class -> the builtin config it is meant with.
+BASE_CONFIGS = {"litellm": "mini.yaml", "litellm_textbased": "mini_textbased.yaml"}
+
+
 def main() -> int:
     with open(sys.argv[1], encoding="utf-8") as f:
         settings = json.load(f)
-    config = recursive_merge(get_config_from_spec("mini.yaml"), settings["config"])
+    model_class = settings["config"].get("model", {}).get("model_class", "litellm")
+    if model_class not in BASE_CONFIGS:
+        print(f"mini_swe_agent: config.model.model_class {model_class!r} is not one of {sorted(BASE_CONFIGS)}"
+              " (only these talk to Polar's proxy)", file=sys.stderr)  # fmt: skip
+        return 2
+    config = recursive_merge(get_config_from_spec(BASE_CONFIGS[model_class]), settings["config"])
     model_config = recursive_merge(
         config.get("model", {}),
         {
-            "model_class": "litellm",
+            "model_class": model_class,
             # litellm's `openai/` prefix: Chat Completions at api_base, the rest of the name sent as is.
             "model_name": f"openai/{settings['model']}",
             "cost_tracking": "ignore_errors",
@@ -43,7 +56,7 @@ def main() -> int:
     result = agent.run(sys.argv[2])
     exit_status = result.get("exit_status", "")
     print(json.dumps({"polar_result": {"exit_status": exit_status, "submission": result.get("submission", "")}}))
-    return 0 if exit_status == "Submitted" else 1
+    return 0 if exit_status in AGENT_ENDS else 1
 
 
 if __name__ == "__main__":

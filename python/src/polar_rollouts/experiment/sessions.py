@@ -2,10 +2,13 @@
 calls, tool results, and a process reward per turn.
 
 Turns are a trace's ``version_spans`` (one per model call; mask-1 runs for traces without them).
-A turn *called a tool* when its sampled text holds a tool call (``<tool_call>``: the Hermes format
-vLLM's ``hermes`` parser reads, SmolLM2's and Qwen's); a *tool result* is a ``tool`` message the
-harness put after it (ChatML ``<|im_start|>tool`` or Qwen3's ``<tool_response>``), which is
-context (mask 0), never trained.
+A turn *called a tool* when its sampled text holds a tool call: ``<tool_call>`` (the Hermes format
+vLLM's ``hermes`` parser reads, SmolLM2's and Qwen's), or a fenced command block (mini-swe-agent's
+text-based mode, ``litellm_textbased``: the action is a ```` ```bash ```` or
+```` ```mswea_bash_command ```` block in the reply). A *tool result* is what the harness put after
+it: a ``tool`` message (ChatML ``<|im_start|>tool`` or Qwen3's ``<tool_response>``), or in the
+text-based mode a user message holding the command's ``<returncode>``; it is context (mask 0),
+never trained.
 
 Process reward per turn (``turn_rewards``): the evaluator's ``step_rewards`` when the trace has
 them (``test_on_output`` with ``step_rewards = "tool_results"`` reads Qwen3 template tokens);
@@ -22,8 +25,8 @@ from dataclasses import dataclass, field
 
 from ..trace import Trace
 
-TOOL_CALL = re.compile(r"<tool_call>")
-TOOL_RESULT = re.compile(r"<\|im_start\|>tool\b|<tool_response>")
+TOOL_CALL = re.compile(r"<tool_call>|```(?:bash|sh|shell|mswea_bash_command)?[ \t]*\n[^`]*?\n```")
+TOOL_RESULT = re.compile(r"<\|im_start\|>tool\b|<tool_response>|<\|im_start\|>user\n(?:<exception>|<returncode>)")
 RETURN_CODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>|\(exit (-?\d+)\)|\"returncode\": (-?\d+)")
 
 Decode = Callable[[list[int]], str]
