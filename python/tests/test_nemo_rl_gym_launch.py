@@ -3,7 +3,8 @@
 the server directory polar_rollouts ships (`polar_rollouts/nemo_gym_root`), runs its `app.py` with
 the global config, and the agent makes the policy that config names (`policy_base_url`, where NeMo
 RL puts its vLLM servers) Polar's only route. `polar serve` (routing to its own dry-run policy) is
-the proxy; a second `polar policy` stands for the trainer's engine. Then NeMo Gym's own
+the proxy; a second `polar policy`, behind a server that answers as NeMo RL's vLLM server does
+(support/nemo_rl_engine.py: no `GET /health`), stands for the trainer's engine. Then NeMo Gym's own
 `ng_collect_rollouts`, through ng_run's head server, completes a group of rollouts whose model
 calls reached that engine."""
 
@@ -30,6 +31,7 @@ from transformers import AutoTokenizer
 from conftest import SUPPORT, polar_policy, polar_serve_at
 from support.checkouts import checkout, nemo_rl_imports
 from support.ecosystem import ROOT, ecosystem_venv, env_of
+from support.nemo_rl_engine import nemo_rl_shaped
 
 from polar_rollouts.client import ControlClient
 from polar_rollouts.nemo_gym_root import AGENT_DIR, CONFIG_PATH
@@ -46,8 +48,16 @@ def nemo_gym() -> Path:
 
 
 @pytest.fixture(scope="module")
-def engine() -> Iterator[str]:
+def sampler() -> Iterator[str]:
+    """The dry-run policy that samples for the trainer's engine (its /debug/requests counts calls)."""
     with polar_policy() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def engine(sampler: str) -> Iterator[str]:
+    """The trainer's engine as Polar sees it: NeMo RL's server's routes only, no GET /health."""
+    with nemo_rl_shaped(sampler) as url:
         yield url
 
 
@@ -141,14 +151,14 @@ def agent_env(serve: dict[str, Any]) -> dict[str, str]:
     return env
 
 
-def engine_calls(engine: str) -> int:
+def engine_calls(sampler: str) -> int:
     """The model calls the trainer's engine has answered (the dry-run policy's own count)."""
-    with urllib.request.urlopen(f"{engine}/debug/requests", timeout=10) as answer:
+    with urllib.request.urlopen(f"{sampler}/debug/requests", timeout=10) as answer:
         return int(json.loads(answer.read())["chat_completions"])
 
 
 def test_ng_run_starts_polars_agent_from_config_only_and_a_group_is_collected(
-    nemo_gym: Path, engine: str, serve: dict[str, Any], tmp_path: Path
+    nemo_gym: Path, engine: str, sampler: str, serve: dict[str, Any], tmp_path: Path
 ) -> None:
     control = ControlClient(serve["proxy_url"], serve["token"])
     dry_run = [r["url"] for r in control.replicas()]
@@ -156,7 +166,7 @@ def test_ng_run_starts_polars_agent_from_config_only_and_a_group_is_collected(
     work = nemo_gym_workdir(tmp_path, nemo_gym)
     (work / "user.yaml").write_text(yaml.safe_dump(user_config()))
     env = agent_env(serve)
-    calls_before = engine_calls(engine)
+    calls_before = engine_calls(sampler)
     head = free_port()
     run = NgRun(
         nemo_gym,
@@ -207,7 +217,7 @@ def test_ng_run_starts_polars_agent_from_config_only_and_a_group_is_collected(
         assert {r["polar"]["group_id"] for r in rollouts} == {rollouts[0]["polar"]["group_id"]}
         assert all(r["polar"]["group_size"] == 2 and r["response"]["output"] for r in rollouts)
         # The sessions' model calls went to the trainer's engine, not polar serve's dry-run policy.
-        assert engine_calls(engine) >= calls_before + 2
+        assert engine_calls(sampler) >= calls_before + 2
     finally:
         run.stop()
         control.replace_replicas(dry_run)
@@ -238,7 +248,7 @@ def documented_nemo_rl_config(tmp_path: Path) -> dict[str, Any]:
 
 
 def test_nemo_rls_own_nemo_gym_environment_starts_polars_agent_from_config_only(
-    nemo_gym: Path, engine: str, serve: dict[str, Any], tmp_path: Path
+    nemo_gym: Path, engine: str, sampler: str, serve: dict[str, Any], tmp_path: Path
 ) -> None:
     """NeMo RL's `should_use_nemo_gym` and `NemoGym._spinup` (from the checkout;
     support/nemo_rl_gym_driver.py says what of it runs) on the config docs/trainers.md gives, then
@@ -247,7 +257,7 @@ def test_nemo_rls_own_nemo_gym_environment_starts_polars_agent_from_config_only(
     control = ControlClient(serve["proxy_url"], serve["token"])
     dry_run = [r["url"] for r in control.replicas()]
     work = nemo_gym_workdir(tmp_path, nemo_gym)
-    calls_before = engine_calls(engine)
+    calls_before = engine_calls(sampler)
     spec = {
         "config": documented_nemo_rl_config(tmp_path),
         "base_urls": [f"{engine}/v1"],  # what NeMo RL's vLLM servers report, one per DP rank
@@ -280,7 +290,7 @@ def test_nemo_rls_own_nemo_gym_environment_starts_polars_agent_from_config_only(
         assert sorted(r["reward"] for r in results) == [0.0, 1.0]
         assert {r["polar"]["group_id"] for r in results} == {results[0]["polar"]["group_id"]}
         assert all(r["polar"]["group_size"] == 2 and r["_rowidx"] in (0, 1) for r in results)
-        assert engine_calls(engine) >= calls_before + 2
+        assert engine_calls(sampler) >= calls_before + 2
         # What run_rollouts does next with each answer: NeMo RL's postprocessing onto its message
         # log (its contiguity check, token and logprob tensors), here with real torch.
         with nemo_rl_imports():
