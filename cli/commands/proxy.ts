@@ -45,8 +45,9 @@ and logprobs to the store, and answered in the harness's own API shape.
   --max-in-flight N     calls in flight per replica (default: no limit, the engine queues);
                         e.g. the engine's max_num_seqs; more wait up to
   --queue-wait-s S      seconds (default 2), then get 429 (Anthropic: 529) with retry-after
-  --health-interval-s S GET /health on every replica this often (default 5); a replica that
-                        fails a call or a probe is drained and tried again later
+  --health-interval-s S GET /health on every replica this often (default 5; POST /tokenize
+                        where /health is 404); a replica that fails a call or a probe is
+                        drained and tried again later
   --engine              vllm (default) or sglang: which token flags to send and read back
   --logprobs-mode MODE  what the engine's logprobs mean, recorded on every capture: raw_logprobs
                         (vLLM's default), processed_logprobs, raw_logits, processed_logits,

@@ -128,17 +128,19 @@ class ControlClient:
 
     def register_replica(self, url: str, *, wait_s: float = 0.0, poll_s: float = 1.0) -> dict[str, Any]:
         """POST /v1/replicas: the proxy routes to ``url`` (an engine's base URL) from the next call
-        on, once its ``GET /health`` answers; an unreachable one raises ControlApiError 422 naming
-        it. Registering one already in the set changes nothing. Answers ``{replicas, added, removed}``.
-        ``wait_s``: keep asking that long while the engine is still loading (422)."""
+        on, once it passes the proxy's health probe: ``GET /health`` answers 2xx, or, for a server
+        with no such route (404; NeMo RL's vLLM server), ``POST /tokenize`` answers token ids. One
+        that fails it raises ControlApiError 422 naming it. Registering one already in the set
+        changes nothing. Answers ``{replicas, added, removed}``. ``wait_s``: keep asking that long
+        while the engine is still loading (422)."""
         return self._until_reachable("POST", {"url": url}, wait_s, poll_s)
 
     def replace_replicas(
         self, urls: Sequence[str], *, wait_s: float = 0.0, poll_s: float = 1.0
     ) -> dict[str, Any]:
         """PUT /v1/replicas: the set becomes exactly ``urls`` (all or nothing: every new one must
-        answer ``GET /health``); replicas kept keep their sessions. ``{replicas, added, removed}``.
-        ``wait_s`` as for ``register_replica``."""
+        pass the health probe, as for ``register_replica``); replicas kept keep their sessions.
+        ``{replicas, added, removed}``. ``wait_s`` as for ``register_replica``."""
         if isinstance(urls, str):
             raise TypeError("replace_replicas takes a list of URLs, not one URL")
         return self._until_reachable("PUT", {"urls": list(urls)}, wait_s, poll_s)
@@ -242,7 +244,7 @@ class ControlClient:
     def _until_reachable(
         self, method: str, body: Mapping[str, Any], wait_s: float, poll_s: float
     ) -> dict[str, Any]:
-        """An engine the trainer just launched answers /health only once its weights are loaded:
+        """An engine the trainer just launched passes the health probe only once it serves:
         a 422 (unreachable) is asked again until ``wait_s`` has passed; other errors raise at once."""
         deadline = time.monotonic() + wait_s
         while True:

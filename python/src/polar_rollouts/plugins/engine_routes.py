@@ -20,7 +20,8 @@ from ..client import ControlApiError, ControlClient
 from ..trace import Trace
 from .task_group import PluginError
 
-# An engine the trainer just started may still be loading its weights (its /health not yet up):
+# An engine the trainer just started may still be loading its weights (not yet passing the proxy's
+# health probe, docs/control-api.md):
 # how long a new one may stay unreachable before the run stops.
 ENV_ENGINE_WAIT = "POLAR_ENGINE_WAIT_S"
 
