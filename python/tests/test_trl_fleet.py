@@ -256,15 +256,19 @@ def test_grpo_trainer_two_steps_through_the_fleet_with_a_proxy_restarted_and_a_r
                     for k in store.list(f"captures/{task_id}/{sid}/")
                 ]
                 by_id = {c["capture_id"]: c for c in captures}
-                used = [cid for t in res["trajectory"]["traces"] for cid in t["capture_ids"]]
+                traces = res["trajectory"]["traces"]
+                used = [cid for t in traces if not t["orphan"] for cid in t["capture_ids"]]
+                orphans = {cid: t["orphan_reason"] for t in traces if t["orphan"] for cid in t["capture_ids"]}
                 same = {k for k, c in by_id.items() if c["attempt"] == res["attempt"]}
                 # Every call of the attempt that wrote the result, once; none of a killed attempt.
-                assert len(used) == len(set(used)) == CALLS and set(used) <= same, (sid, used, same)
+                assert len(used) == len(set(used)) == CALLS and set(used) <= same, (sid, traces, same)
                 for k in same - set(used):
                     # A call the proxy captured but whose answer its restart cut: the harness sent
-                    # it again, and that retry (the same prompt) is the one in the trace.
+                    # it again, and that retry (the same prompt) is the one trained; the cut one is
+                    # an orphan "retried" (or left out, when the proxy saw the cut).
                     assert by_id[k]["prompt_token_ids"] in [by_id[u]["prompt_token_ids"] for u in used], by_id[k]
-                    retried.append(f"{sid}: {by_id[k].get('stream_status')}")
+                    assert orphans.get(k, "retried") == "retried", (sid, traces)
+                    retried.append(f"{sid}: orphan {orphans.get(k)}, error {by_id[k].get('error')}")
                 reruns += res["attempt"] > 0
                 stored += len(captures)
                 for c in captures:
