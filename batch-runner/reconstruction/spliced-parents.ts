@@ -7,8 +7,10 @@ import { usableCaptures } from "./usable-captures.ts";
  * Token-in-token-out (docs/tito.md): a `spliced` capture's prompt is its parent's prompt + sampled
  * ids + a delta, so it must extend the parent token for token and sit in the parent's trace.
  * Parents that are not usable (failed, no ids) and captures the builder dropped (orphans) are in
- * no trace, so only the token check applies to them; so does a retried call (two spliced captures
- * with one parent and one prompt), which the builder splits into chains of their own.
+ * no trace, so only the token check applies to them; so does a parent with several spliced children:
+ * a retried call (two children, one prompt), or a branch (a harness that drops a reply it could not
+ * parse, as mini-swe-agent does after a format error, sends its next call on the turn before it).
+ * One trace can carry only one child on; the builder starts the others their own.
  */
 export function checkSplicedParents(
   traces: readonly Trace[],
@@ -21,12 +23,10 @@ export function checkSplicedParents(
   traces.forEach((t, i) => {
     for (const id of t.capture_ids) traceOf.set(id, i);
   });
-  const siblings = new Map<string, number>();
+  const children = new Map<string, number>();
   for (const t of turns) {
-    if (t.capture.tito === "spliced" && t.capture.parent_capture_id) {
-      const key = `${t.capture.parent_capture_id}/${t.prompt.length}`;
-      siblings.set(key, (siblings.get(key) ?? 0) + 1);
-    }
+    const parent = t.capture.parent_capture_id;
+    if (t.capture.tito === "spliced" && parent) children.set(parent, (children.get(parent) ?? 0) + 1);
   }
   for (const turn of turns) {
     const c = turn.capture;
@@ -44,7 +44,7 @@ export function checkSplicedParents(
       );
     }
     if (dropped.has(c.capture_id) || dropped.has(parent.capture.capture_id)) continue;
-    if ((siblings.get(`${c.parent_capture_id}/${turn.prompt.length}`) ?? 0) > 1) continue;
+    if ((children.get(c.parent_capture_id) ?? 0) > 1) continue;
     if (traceOf.get(c.capture_id) !== traceOf.get(parent.capture.capture_id)) {
       throw new InvariantViolation(
         `spliced capture ${c.capture_id} is not in the trace of its parent ${parent.capture.capture_id}`,

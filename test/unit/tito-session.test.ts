@@ -180,6 +180,44 @@ for (const shape of ["vllm", "sglang"] as const) {
       expect(traces.flatMap((t) => t.capture_ids).sort()).toEqual(caps.map((c) => c.capture_id).sort());
     });
 
+    it("a harness that drops a reply it could not parse branches: the next call splices onto the last kept turn", async () => {
+      // mini-swe-agent's text-based mode: a reply without exactly one action is dropped from the
+      // history and a format error follows, so the next call extends the turn before it, not the
+      // dropped one. Two spliced children of one parent with different prompts; before, reconstruction
+      // refused the session ("spliced capture ... is not in the trace of its parent").
+      const token = await mintSessionToken(
+        { sessionId: `${shape}-branch`, taskId: TASK, tokenInTokenOut: true },
+        KEY,
+      );
+      const post = (body: Record<string, unknown>) =>
+        fetch(proxy.url + chatClient.path, {
+          method: "POST",
+          headers: { "content-type": "application/json", ...chatClient.authHeader(token) },
+          body: JSON.stringify(body),
+        }).then((r) => r.json() as Promise<Record<string, unknown>>);
+      const first = chatClient.first(SYSTEM, SCRIPT);
+      const answer = await post(first);
+      const call = chatClient.toolCall(answer);
+      if (!call) throw new Error("no tool call");
+      const second = chatClient.next(first, answer, call, "output of call 1\n");
+      await post(second); // its reply is the one the harness drops
+      const messages = second.messages as Record<string, unknown>[];
+      await post({
+        ...second,
+        messages: [...messages, { role: "user", content: "Format error: one action, please." }],
+      });
+      const caps = await readCaptures(proxy.store, TASK, `${shape}-branch`);
+      expect(caps.map((c) => c.tito)).toEqual(["fallback:no_prior_capture", "spliced", "spliced"]);
+      expect([caps[1].parent_capture_id, caps[2].parent_capture_id]).toEqual([
+        caps[0].capture_id,
+        caps[0].capture_id,
+      ]);
+      const traces = buildTrajectory(caps, { strategy: "prefix_merging", config: {} }, "COMPLETED").traces;
+      // Every call is in a trace: the parent chained with one child, the other its own trace.
+      expect(traces.flatMap((t) => t.capture_ids).sort()).toEqual(caps.map((c) => c.capture_id).sort());
+      expect(traces).toHaveLength(2);
+    });
+
     it("a compacted history falls back as compaction", async () => {
       const compacted = await runSession(proxy, chatClient, `${shape}-compacted`, true, (body, turn) => {
         if (turn !== 3) return body;
