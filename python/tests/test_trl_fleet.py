@@ -41,6 +41,7 @@ from support.engine_lane import needs_engine_lane
 from support.engine_stack import Stack, engine_stack, lowercase_task
 
 from polar_rollouts import ControlClient
+from polar_rollouts.experiment.stack import Watchdog
 from polar_rollouts.store import S3Store
 
 pytestmark = needs_engine_lane
@@ -57,6 +58,7 @@ class Fleet:
     info: dict[str, Any]
     process: subprocess.Popen[str]
     engine: Stack
+    watchdog: Watchdog
 
     @property
     def proxy_urls(self) -> list[str]:
@@ -68,6 +70,7 @@ class Fleet:
         self.process.stdin.flush()
         answer: dict[str, Any] = json.loads(self.process.stdout.readline())
         assert "error" not in answer, answer
+        self.watchdog.guard(int(answer["pid"]))  # a new process group: the restarted one
         return answer
 
     def store(self) -> S3Store:
@@ -85,18 +88,27 @@ class Fleet:
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
-    # The fleet comes up (node, workerd, two runners) while the engine loads.
-    process = subprocess.Popen(
-        [node(), str(SUPPORT / "fleet-stack.ts")], cwd=SUPPORT.parents[2],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    out = tmp_path_factory.mktemp("trl-fleet")
+    # Whatever happens to this process, the stack's process groups (its own, with workerd; the
+    # proxy's; each runner's, with its harnesses) are killed once it is gone.
+    watchdog = Watchdog()
+    with (out / "fleet-stack.log").open("w") as log:
+        # The fleet comes up (node, workerd, two runners) while the engine loads.
+        process = subprocess.Popen(
+            [node(), str(SUPPORT / "fleet-stack.ts")], cwd=SUPPORT.parents[2],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True,
+        )  # fmt: skip
+    watchdog.guard(process.pid)
     try:
-        with engine_stack(tmp_path_factory.mktemp("trl-fleet"), seed=1, run=1) as engine:
+        with engine_stack(out, seed=1, run=1) as engine:
             assert process.stdout is not None
             line = process.stdout.readline()
             if not line:
-                raise RuntimeError(f"fleet-stack.ts exited: {process.stderr.read() if process.stderr else ''}")
-            yield Fleet(json.loads(line), process, engine)
+                raise RuntimeError(f"fleet-stack.ts exited: {(out / 'fleet-stack.log').read_text()[-3000:]}")
+            info = json.loads(line)
+            for pid in [*info["runner_pids"], info["proxy_pid"]]:
+                watchdog.guard(pid)
+            yield Fleet(info, process, engine, watchdog)
     finally:
         if process.stdin is not None:
             process.stdin.close()
@@ -105,6 +117,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        watchdog.release()
 
 
 def held_sessions(sessions_dir: str, runner_pid: int) -> set[str]:
@@ -236,6 +249,7 @@ def test_grpo_trainer_two_steps_through_the_fleet_with_a_proxy_restarted_and_a_r
     store = fleet.store()
     reruns = stored = 0
     retried: list[str] = []
+    failed: list[str] = []
     for step, batch in enumerate(batches):
         n = len(batch["prompt_ids"])
         assert n == GROUP * len(prompts) and all(len(v) == n for v in batch.values())
@@ -263,17 +277,25 @@ def test_grpo_trainer_two_steps_through_the_fleet_with_a_proxy_restarted_and_a_r
                 # Every call of the attempt that wrote the result, once; none of a killed attempt.
                 assert len(used) == len(set(used)) == CALLS and set(used) <= same, (sid, traces, same)
                 for k in same - set(used):
-                    # A call the proxy captured but whose answer its restart cut: the harness sent
-                    # it again, and that retry (the same prompt) is the one trained; the cut one is
-                    # an orphan "retried" (or left out, when the proxy saw the cut).
-                    assert by_id[k]["prompt_token_ids"] in [by_id[u]["prompt_token_ids"] for u in used], by_id[k]
-                    assert orphans.get(k, "retried") == "retried", (sid, traces)
-                    retried.append(f"{sid}: orphan {orphans.get(k)}, error {by_id[k].get('error')}")
+                    # A call the proxy's restart cut; the harness sent it again and the retry is the
+                    # one trained. The cut one was captured as failed (in no trace), or whole with
+                    # its answer lost on the way: then the same prompt as the retry, an orphan
+                    # "retried" (docs/reconstruction.md "Orphans").
+                    extra = by_id[k]
+                    if extra.get("error") is not None:
+                        assert k not in orphans, (sid, traces)
+                    else:
+                        assert extra["prompt_token_ids"] in [by_id[u]["prompt_token_ids"] for u in used], extra
+                        assert orphans.get(k) == "retried", (sid, traces)
+                    retried.append(f"{sid}: orphan {orphans.get(k)}, error {extra.get('error')}")
                 reruns += res["attempt"] > 0
                 stored += len(captures)
                 for c in captures:
-                    # The version that sampled it: the engine's, or the trainer's step with the reason.
                     assert c["policy_version"] == str(step), c
+                    if c["error"] is not None:  # sampled nothing (a call the restart cut)
+                        failed.append(f"{sid}: {c['error']}")
+                        continue
+                    # The version that sampled it: the engine's, or the trainer's step with the reason.
                     assert c["policy_version_source"] == "engine" or (
                         c["policy_version_source"] == "trainer" and c.get("policy_version_note")
                     ), c
@@ -290,8 +312,9 @@ def test_grpo_trainer_two_steps_through_the_fleet_with_a_proxy_restarted_and_a_r
     assert reruns >= 1, killer.done
 
     # Both proxies took model calls (each capture above names the engine the trainer registered
-    # through the Node proxy), and every call either took is in the store.
+    # through the Node proxy), and every call either counted is in the store. (At most: the old
+    # Node proxy may have captured a call after its /metrics was read, just before the restart.)
     through = {"node": faults[0].done["captured_before"] + captured(node_url), "worker": captured(worker_url)}
     assert through["node"] > 0 and through["worker"] > 0, through
-    assert sum(through.values()) == stored, (through, stored)
-    print(f"fleet: {[f.done for f in faults]}; {reruns} session(s) rerun; calls retried after the restart {retried}; captures through {through}")
+    assert sum(through.values()) <= stored, (through, stored)
+    print(f"fleet: {[f.done for f in faults]}; {reruns} session(s) rerun; calls retried after the restart {retried}; failed calls {failed}; captures through {through}")

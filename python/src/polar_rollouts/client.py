@@ -8,6 +8,7 @@ starts its own engines registers them (``register_replica``, ``replace_replicas`
 
 from __future__ import annotations
 
+import http.client
 import json
 import time
 import urllib.error
@@ -268,6 +269,9 @@ class ControlClient:
             raise ControlApiError(err.code, _error_message(err.read())) from None
         except urllib.error.URLError as err:
             raise ControlApiError(0, f"{method} {path}: {err.reason}") from None
+        except (ConnectionError, http.client.HTTPException) as err:
+            # A proxy that closed the connection without an answer (stopping, restarting).
+            raise ControlApiError(0, f"{method} {path}: {err!r}") from None
         if not isinstance(doc, dict):
             raise ControlApiError(200, f"{method} {path}: answer is not a JSON object")
         return doc

@@ -8,11 +8,12 @@
  * sends calls of both to its engine.
  *
  * Prints one JSON line `{proxy_urls, control_token, admin_token, bucket, prefix, env, queue_url,
- * runner_pids, sessions_dirs, visibility_timeout_s, policy_url}`. Commands, one a line on stdin, each answered
+ * runner_pids, proxy_pid, sessions_dirs, visibility_timeout_s, policy_url}`. Commands, one a line on stdin, each answered
  * with one JSON line: `start-runner N` (starts runner N again when it is not running:
  * `{runner, pid}`), `restart-proxy` (SIGTERM to the Node proxy, started again on the same port:
- * `{proxy_url, pid}`). Everything stops when stdin closes or on SIGTERM; each runner runs in its
- * own process group, killed whole at the end, so no harness is left behind.
+ * `{proxy_url, pid}`). Everything stops when stdin closes or on SIGTERM; the proxy and each runner
+ * run in their own process groups (their pids), killed whole at the end, so no harness is left
+ * behind; a caller that may die first guards those groups itself (the test's watchdog).
  *   node python/tests/support/fleet-stack.ts [--visibility-timeout S]
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -95,6 +96,7 @@ process.stdout.write(
     env: s3.env,
     queue_url: queueUrl,
     runner_pids: runners.map((r) => r?.pid),
+    proxy_pid: proxy.pid,
     sessions_dirs: [0, 1].map(sessionsDir),
     visibility_timeout_s: VISIBILITY_S,
     policy_url: policy.url,
