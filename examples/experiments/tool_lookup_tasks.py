@@ -12,10 +12,11 @@ checks ``answer.txt`` against the value; the agent never sees the judge's comman
 
 Training and held-out tasks share no file name, no key, no value and no phrasing template, so
 held-out success measures the skill (look it up with a tool, then use what came back), not
-memorised answers. The harness is mini-swe-agent (PyPI, the `mini_swe_agent` preset): one
-``bash`` tool, the tool's output sent back as a tool message between model calls; every later
-call is spliced token-in-token-out (``agent.token_in_token_out``), so the tool output sits in
-the sample as context (loss mask 0), never trained.
+memorised answers. The harness is mini-swe-agent (PyPI, the `mini_swe_agent` preset) in its own
+text-based mode: the command is a fenced block in the reply, its output comes back as the next
+message before the next model call; every later call is spliced token-in-token-out
+(``agent.token_in_token_out``), so the tool output sits in the sample as context (loss mask 0),
+never trained.
 
 Writes DIR/train.jsonl and DIR/held-out.jsonl (default: this script's folder, tool-lookup/).
 """
@@ -52,15 +53,40 @@ HELD_OUT = {
 # Keys that fill the rest of each file, so the value is one line among several.
 FILLER = ["name", "mode", "level", "region", "owner"]
 
-# mini-swe-agent's own instance prompt, shortened for a 135M model, with the tool-call format
-# spelled out: SmolLM2's chat template does not render the request's tool list, so the model sees
-# the format only here (vLLM's `hermes` parser reads it back into a tool call).
-MINI_TEMPLATE = (
-    "{{task}}\n\nYou can run one shell command per reply. To run a command, reply with exactly:\n"
-    '<tool_call>\n{"name": "bash", "arguments": {"command": "cat FILE"}}\n</tool_call>\n'
-    "First read the file, then write the value with echo VALUE > answer.txt, "
-    "then run echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+# mini-swe-agent's own text-based mode (`litellm_textbased`, its builtin mini_textbased.yaml):
+# the action is a fenced ```bash block in the reply, run as is, its output sent back as the next
+# user message. SmolLM2's chat template does not render a request's tool list, so its tool-call
+# mode never saw the tool (0 calls in 23 replies, docs/experiments.md); a fenced block is a form
+# it writes unprompted. The prompts are the harness's own settings, shortened for a 135M model.
+SYSTEM_TEMPLATE = "You are a shell agent. Each reply is one command in a ```bash block, nothing else."
+INSTANCE_TEMPLATE = (
+    "{{task}}\n\nReply with one command, like:\n```bash\ncat data/x.cfg\n```\n"
+    "When answer.txt is written, reply:\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
 )
+FORMAT_ERROR = "Reply with exactly one command in a ```bash block."
+# The blocks it accepts: ```bash / ```sh / ```mswea_bash_command (the harness's own) or a bare fence.
+ACTION_REGEX = r"```(?:bash|sh|shell|mswea_bash_command)?[ \t]*\n(.*?)\n```"
+
+
+def mini_config(step_limit: int, action_regex: str = ACTION_REGEX) -> dict[str, Any]:
+    """`agent.settings.config` for mini-swe-agent, merged over its mini_textbased.yaml."""
+    return {
+        "model": {
+            "model_class": "litellm_textbased",
+            "action_regex": action_regex,
+            # The builtin one is ~150 tokens of guidance a 135M model does not follow and that every
+            # later prompt (and TRL's loss pass) carries.
+            "format_error_template": FORMAT_ERROR,
+        },
+        "agent": {
+            "system_template": SYSTEM_TEMPLATE,
+            "instance_template": INSTANCE_TEMPLATE,
+            "step_limit": step_limit,
+            "cost_limit": 0,
+            # A reply without a parseable action costs one call of the budget, not the session.
+            "max_consecutive_format_errors": step_limit,
+        },
+    }
 
 
 def values(rng: random.Random, n: int, taken: set[int]) -> list[int]:
@@ -88,9 +114,9 @@ def task(task_id: str, instruction: str, file: str, key: str, value: int, rng: r
             "harness": "mini_swe_agent",
             "settings": {
                 "max_retries": 0,
-                # Merged over mini-swe-agent's own mini.yaml: a short instance prompt for a small
-                # context, and at most `step_limit` model calls a session.
-                "config": {"agent": {"instance_template": MINI_TEMPLATE, "step_limit": step_limit, "cost_limit": 0}},
+                # At most `step_limit` model calls a session; running out of them is the
+                # agent's outcome (judged, 0 unless answer.txt is right), not an error.
+                "config": mini_config(step_limit),
             },
             "sampling": {"max_tokens": max_tokens},
             "token_in_token_out": True,

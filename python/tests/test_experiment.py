@@ -3,9 +3,12 @@
 Fast cases: the file's strict checks (an unknown or misspelled key is named, with the nearest
 known one), and the stack's cleanup: a process group the experiment started is gone once the
 experiment's process is killed with SIGKILL (the watchdog), and the per-session stats read from
-token ids. The engine-lane case runs the shipped short-answer experiment shrunk to 2 steps on
-SmolLM2-135M-Instruct and checks the plumbing, not the learning. The tool-lookup family's
-multi-turn sessions are not in it: SmolLM2-135M makes no tool call at all (docs/experiments.md).
+token ids. The engine-lane case runs the shipped tool-lookup experiment (mini-swe-agent from
+PyPI, multi-turn, token-in-token-out) shrunk to 2 steps on SmolLM2-135M-Instruct and checks the
+plumbing, not the learning: versions, TRL's logprobs against the engine's, the files written, and
+sessions of several model calls with a command's output between them, kept out of the loss.
+The short-answer family's one-call sessions run through examples/trl_pretrained.py
+(test_trl_pretrained.py).
 """
 
 from __future__ import annotations
@@ -166,6 +169,34 @@ def test_session_stats_count_calls_tool_results_and_turn_rewards() -> None:
     assert stats.sampled_tokens == int(mask.sum())
 
 
+def _char_trace(text: str, turns: list[tuple[int, int]]) -> Trace:
+    ids = np.array([ord(c) for c in text], dtype=np.int64)
+    mask = np.zeros(len(ids), dtype=np.int8)
+    for a, b in turns:
+        mask[a:b] = 1
+    return Trace(task_id="t", session_id="s", sample_index=0, trace_index=0, group_id="g", status="COMPLETED",
+                 reward=0.0, finish_reason="stop", prompt_ids=np.array([1], dtype=np.int64), response_ids=ids,
+                 loss_mask=mask, response_logprobs=None,
+                 version_spans=[VersionSpan(a, b, "0", "0") for a, b in turns])  # fmt: skip
+
+
+def test_session_stats_read_mini_swe_agents_text_based_actions() -> None:
+    # litellm_textbased: the action is a fenced block, its result a user message with <returncode>.
+    text = ("Let me look.\n```mswea_bash_command\ncat a.cfg\n```<|im_end|>\n<|im_start|>user\n"
+            "<returncode>0</returncode>\n<output>\nport = 5\n</output><|im_end|>\n<|im_start|>assistant\n"
+            "```bash\necho 5 > answer.txt && false\n```<|im_end|>\n<|im_start|>user\n<returncode>1</returncode>"
+            "<|im_end|>\n<|im_start|>assistant\nThe answer is `5`.")  # fmt: skip
+    first_end = text.index("<|im_end|>")
+    second = text.index("```bash")
+    second_end = text.index("<|im_end|>", second)
+    third = text.index("The answer")
+    stats = session_stats([_char_trace(text, [(0, first_end), (second, second_end), (third, len(text))])],
+                          lambda xs: "".join(chr(x) for x in xs))  # fmt: skip
+    # Prose with an inline `5` is no action; the two fenced blocks are, each with its result.
+    assert (stats.model_calls, stats.tool_calls, stats.tool_results) == (3, 2, 2)
+    assert stats.turn_rewards == [1.0, 0.0, None]
+
+
 def test_the_checkpoint_folder_is_a_writable_untied_copy(tmp_path: Path) -> None:
     import torch
     from safetensors.torch import load_file, save_file
@@ -190,24 +221,34 @@ def test_the_checkpoint_folder_is_a_writable_untied_copy(tmp_path: Path) -> None
 
 
 @needs_engine_lane
-def test_two_steps_of_a_config_run_on_smollm2(tmp_path: Path) -> None:
-    """The shipped short-answer experiment, shrunk: 2 steps of 2 groups of 2 sessions, 3 held-out
-    tasks, 12 tokens a call (about 2.5 minutes on 2 shared cores, engine start included)."""
+def test_two_steps_of_the_tool_lookup_experiment_on_smollm2(tmp_path: Path) -> None:
+    """The shipped tool-lookup experiment, shrunk: 2 steps of 1 group of 2 sessions, 1 held-out
+    task before and after, at most 2 model calls of 24 tokens a session. The action pattern is
+    widened to the whole reply so every first reply runs as a command (SmolLM2 writes a well-formed
+    block in about 1 reply of 4, docs/experiments.md): the test needs a tool result every time."""
     pytest.importorskip("trl")
+    from polar_rollouts.shards import read_shard_file
+    from transformers import AutoTokenizer
+
     tasks = tmp_path / "tasks"
-    subprocess.run([sys.executable, str(ROOT / "examples" / "experiments" / "short_answer_tasks.py"), "--held-out", "1",
-                    "--max-tokens", "12", "--out", str(tasks)], check=True)  # fmt: skip
-    shipped = (ROOT / "examples" / "experiments" / "short-answer.toml").read_text()
+    subprocess.run([sys.executable, str(ROOT / "examples" / "experiments" / "tool_lookup_tasks.py"), "--train", "2",
+                    "--held-out", "1", "--max-tokens", "24", "--step-limit", "2", "--out", str(tasks)], check=True)  # fmt: skip
+    for name in ("train.jsonl", "held-out.jsonl"):
+        rows = [json.loads(line) for line in (tasks / name).read_text().splitlines()]
+        for row in rows:
+            row["agent"]["settings"]["config"]["model"]["action_regex"] = r"(?s)^(.*\S.*)$"
+        (tasks / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    shipped = (ROOT / "examples" / "experiments" / "tool-lookup.toml").read_text()
     config = tmp_path / "exp.toml"
     config.write_text(
-        shipped.replace('"short-answer/train.jsonl"', f'"{tasks}/train.jsonl"')
-        .replace('"short-answer/held-out.jsonl"', f'"{tasks}/held-out.jsonl"')
-        .replace("per_device_train_batch_size = 32", "per_device_train_batch_size = 4")
+        shipped.replace('"tool-lookup/train.jsonl"', f'"{tasks}/train.jsonl"')
+        .replace('"tool-lookup/held-out.jsonl"', f'"{tasks}/held-out.jsonl"')
+        .replace("per_device_train_batch_size = 16", "per_device_train_batch_size = 2")
         .replace("num_generations = 8", "num_generations = 2")
         .replace("every = 5", "every = 2")
         .replace("\ngenerations = 2", "\ngenerations = 1")
-        .replace("max_steps = 400", "max_steps = 2")
-        .replace("run = 8", "run = 4")
+        .replace("max_steps = 200", "max_steps = 2")
+        .replace("run = 8", "run = 2")
     )
     out = tmp_path / "run"
     done = subprocess.run(
@@ -224,13 +265,27 @@ def test_two_steps_of_a_config_run_on_smollm2(tmp_path: Path) -> None:
         assert r["logp_diff_max"] is not None and r["logp_diff_max"] < 1e-3, r
         # Step k samples with the weights of step k - 1, named by that integer (never "default").
         assert set(r["versions"]) <= {str(r["step"] - 1), "None"} and r["unknown_versions"] < 4, r
-        assert r["model_calls_per_session"] == 1.0 and r["sampled_tokens"] > 0 and r["sync_s"] > 0, r
+        assert r["model_calls_per_session"] >= 2 and r["tool_results_per_session"] >= 1, r
+        assert r["sampled_tokens"] > 0 and r["sync_s"] > 0, r
         assert r["engine_samples"] > 0 and r["engine_generation_tokens"] >= r["sampled_tokens"], r
     for r in evals:
-        assert r["wrong_versions"] == [] and r["sessions"] == 3 and r["failed_sessions"] == 0, r
+        assert r["wrong_versions"] == [] and r["sessions"] == 1 and r["failed_sessions"] == 0, r
     assert "step    1 reward" in done.stdout and "engine busy" in done.stdout
     summary = json.loads((out / "summary.json").read_text())
     assert summary["problems"] == [] and summary["steps"] == 2
     assert summary["heldout_before"] == evals[0]["heldout_success"]
     assert (out / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "checkpoints" / "checkpoint-2").is_dir()
+
+    # A training session in the shard: one trace over its calls (spliced token-in-token-out), the
+    # command's output between the sampled turns, as context with loss mask 0.
+    tok = AutoTokenizer.from_pretrained(out / "model")
+    traces = [t for f in sorted((out / "store" / "trajectories").glob("lookup-*.parquet")) for t in read_shard_file(f)]
+    multi = [t for t in traces if not t.orphan and t.version_spans and len(t.version_spans) >= 2]
+    assert multi, [(t.session_id, len(t.version_spans or [])) for t in traces]
+    t = multi[0]
+    mask = t.loss_mask.tolist()
+    between = t.response_ids.tolist()[t.version_spans[0].end : t.version_spans[1].start]
+    assert "<returncode>" in tok.decode(between)
+    assert not any(mask[t.version_spans[0].end : t.version_spans[1].start])
+    assert all(mask[s.start : s.end].count(1) > 0 for s in t.version_spans)

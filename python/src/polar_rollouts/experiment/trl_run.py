@@ -213,8 +213,10 @@ def grpo_config(exp: Experiment) -> Any:
     args = dict(exp.trainer.args)
     if exp.rewards.process_weight > 0 and "reward_weights" in args:
         raise ConfigError(f"{where}: trainer.args.reward_weights: set by rewards.process_weight (outcome 1, process weight)")
+    # GRPOConfig turns gradient checkpointing on by default: a second forward pass per backward,
+    # which buys memory a CPU run of a small model does not need.
     defaults = {"use_cpu": True, "bf16": False, "beta": 0.0, "logging_steps": 1, "disable_tqdm": True,
-                "lr_scheduler_type": "constant"}  # fmt: skip
+                "lr_scheduler_type": "constant", "gradient_checkpointing": False}  # fmt: skip
     try:
         return GRPOConfig(
             **{**defaults, **args},
