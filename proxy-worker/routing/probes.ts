@@ -8,7 +8,7 @@
  * asked `POST /tokenize` with a one-word prompt instead, and passes only with a 2xx JSON answer
  * holding token ids: NeMo RL's vLLM server (`vllm_worker_async.py`) serves `/v1/chat/completions`
  * and `/tokenize` and nothing else, and an address that is no engine answers neither. Any other
- * answer to `/health` (a 503 while loading, a refused port) fails as it always did.
+ * answer to `/health` (a 503 while loading, a refused port, a redirect) fails.
  */
 import { z } from "zod";
 import { type Upstream, upstreamRoot } from "../upstream.ts";
@@ -32,7 +32,8 @@ export async function probeOnce(up: Upstream, timeoutMs = PROBE_TIMEOUT_MS): Pro
   const health = `${root}/health`;
   let status: number;
   try {
-    const res = await up.fetch(health, { signal });
+    // A redirect fails the probe: the address was vetted, not wherever it points.
+    const res = await up.fetch(health, { signal, redirect: "manual" });
     await res.arrayBuffer().catch(() => undefined);
     if (res.ok) return { ok: true };
     status = res.status;

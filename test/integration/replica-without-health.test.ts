@@ -196,6 +196,15 @@ describe("an address that is no engine", () => {
       },
     ],
     [
+      // The address was vetted, not where it points: a probe that followed this would pass on the
+      // engine's answer and register a replica whose calls go to the redirector.
+      "redirects /health to an engine",
+      (req, _body, res) => {
+        res.writeHead(302, { location: `${policy.url}${req.url}` });
+        res.end();
+      },
+    ],
+    [
       "redirects /tokenize to an engine",
       (req, _body, res) => {
         if (req.url !== "/tokenize") return json(res, 404, { detail: "Not Found" });
