@@ -4,7 +4,7 @@
 // in the same conversation, and writes everything the model said to answer.txt for the evaluator.
 // Two calls per session make every trace multi-turn (with token-in-token-out, one spliced trace).
 // Usage: node two-turn-agent.mjs "<instruction>"   (follow-up: $AGENT_FOLLOW_UP; set to "" for
-// one call only, as examples/trl_pretrained.py's short-answer tasks do)
+// one call only, as the short-answer tasks of examples/experiments/short-answer.toml do)
 import { writeFileSync } from "node:fs";
 
 const instruction = process.argv.slice(2).join(" ");

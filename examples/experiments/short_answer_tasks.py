@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The short-answer family of examples/trl_pretrained.py as task files for the experiment command:
+"""The short-answer family of docs/pretrained-on-cpu.md as task files for the experiment command:
 
     python examples/experiments/short_answer_tasks.py [--held-out 16] [--max-tokens 32] [--out DIR]
 

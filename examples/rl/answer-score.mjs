@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// The reward of examples/trl_pretrained.py, run by the `test_on_output` evaluator in the session's
-// work dir: `node answer-score.mjs letter|number EXPECTED` prints "ok" when the answer the agent's
+// The reward of the short-answer tasks (examples/rl/answer_tasks.py), run by the `test_on_output`
+// evaluator in the session's work dir: `node answer-score.mjs letter|number EXPECTED` prints "ok" when the answer the agent's
 // model gave (answer.txt) ends on EXPECTED: the last standalone letter, or the last integer.
 //
 // Why "the last one" and not an exact match: SmolLM2-135M-Instruct answers "What is 2 + 3?" in

@@ -1,7 +1,8 @@
-"""The short-answer task suite examples/trl_pretrained.py trains SmolLM2-135M-Instruct on: three
-families (the first letter of a word, a one-digit sum, the bigger of two numbers) split once into
-training and held-out items that share no word and no number pair, so held-out success measures
-what the model learned to do, not answers it memorised.
+"""The short-answer task suite SmolLM2-135M-Instruct trains on in
+examples/experiments/short-answer.toml (examples/experiments/short_answer_tasks.py writes its task
+files from this): three families (the first letter of a word, a one-digit sum, the bigger of two
+numbers) split once into training and held-out items that share no word and no number pair, so
+held-out success measures what the model learned to do, not answers it memorised.
 
 Each item is a Polar task: the `shell` harness runs examples/agents/two-turn-agent.mjs for one
 call through the proxy, and the `test_on_output` evaluator runs examples/rl/answer-score.mjs in a

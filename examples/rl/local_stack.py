@@ -1,9 +1,9 @@
 """A real vLLM (scripts/engine.sh serving a copy of an engine preset's model) with `polar serve
---upstream` in front of it, the stack examples/rl_on_cpu.py and examples/trl_pretrained.py train
-against and the TRL plug-in's engine test and benchmark (python/tests/support/engine_stack.py) run
-on. The recipe lives in the package (polar_rollouts.experiment.stack: the writable, untied
-checkpoint folder; both processes in their own process groups, stopped with everything they
-started, also when this process is killed); these are its defaults for the examples."""
+--upstream` in front of it, the stack examples/rl_on_cpu.py trains against and the TRL plug-in's
+engine test and benchmark (python/tests/support/engine_stack.py) run on. The recipe lives in the
+package (polar_rollouts.experiment.stack: the writable, untied checkpoint folder; both processes in
+their own process groups, stopped with everything they started, also when this process is killed);
+these are its defaults for the examples."""
 
 from __future__ import annotations
 

@@ -7,8 +7,8 @@ token ids. The engine-lane case runs the shipped tool-lookup experiment (mini-sw
 PyPI, multi-turn, token-in-token-out) shrunk to 2 steps on SmolLM2-135M-Instruct and checks the
 plumbing, not the learning: versions, TRL's logprobs against the engine's, the files written, and
 sessions of several model calls with a command's output between them, kept out of the loss.
-The short-answer family's one-call sessions run through examples/trl_pretrained.py
-(test_trl_pretrained.py).
+The short-answer family (examples/experiments/short-answer.toml: one-call sessions through the
+same engine, trainer and plug-in) is checked here for its settings, not run.
 """
 
 from __future__ import annotations
@@ -218,6 +218,58 @@ def test_the_checkpoint_folder_is_a_writable_untied_copy(tmp_path: Path) -> None
     assert json.loads((src / "config.json").read_text())["tie_word_embeddings"] is True  # the source is untouched
     with pytest.raises(StackError, match="the model's own folder"):
         prepare_model_dir(dest, dest)
+
+
+def test_short_answer_toml_keeps_the_settings_of_the_measured_runs(tmp_path: Path) -> None:
+    """docs/pretrained-on-cpu.md's runs (the former examples/trl_pretrained.py's defaults): 4
+    groups of 8, learning rate 2e-5, held-out every 5 steps with 2 sessions each of 48 items,
+    32 tokens an answer, 8 sessions at once, 400 steps or 40 minutes."""
+    config = tmp_path / "short-answer.toml"
+    config.write_text((ROOT / "examples" / "experiments" / "short-answer.toml").read_text())
+    subprocess.run([sys.executable, str(ROOT / "examples" / "experiments" / "short_answer_tasks.py"),
+                    "--out", str(tmp_path / "short-answer")], check=True, capture_output=True)  # fmt: skip
+    exp = load(config)
+    assert exp.model.preset == "smollm2" and exp.serve.run == 8 and exp.seed == 0
+    assert exp.trainer.args == {"per_device_train_batch_size": 32, "num_generations": 8, "temperature": 1.0,
+                                "learning_rate": 2e-5}  # fmt: skip
+    assert (exp.eval.every, exp.eval.generations, exp.eval.before_first_step) == (5, 2, True)
+    assert (exp.budget.max_steps, exp.budget.minutes, exp.checks.logprob_tolerance) == (400, 40, 1e-3)
+    held = [json.loads(line) for line in exp.tasks.held_out.read_text().splitlines()]  # type: ignore[union-attr]
+    train = [json.loads(line) for line in exp.tasks.train.read_text().splitlines()]
+    assert (len(train), len(held)) == (175, 48)
+    assert {t["agent"]["sampling"]["max_tokens"] for t in train + held} == {32}
+    pytest.importorskip("trl")
+    from polar_rollouts.experiment.trl_run import grpo_config
+
+    got = grpo_config(exp)
+    assert (got.lr_scheduler_type, got.beta, got.use_cpu) == ("constant", 0.0, True)
+
+
+def test_a_version_the_engine_did_not_report_is_a_failed_check(tmp_path: Path) -> None:
+    """The engine's version, or the trainer's with the reason the engine's read missed, is
+    evidence of the weights that sampled a call; the proxy's own, or the trainer's with no reason,
+    is not (the check the former test_trl_pretrained.py made on every capture)."""
+    import gzip
+
+    from polar_rollouts.experiment.capture_versions import capture_versions
+
+    def capture(name: str, **fields: object) -> None:
+        path = tmp_path / "store" / "captures" / "t1" / "t1-0" / f"{name}.json.gz"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(gzip.compress(json.dumps({"task_id": "t1", **fields}).encode()))
+
+    capture("a", policy_version="3", policy_version_source="engine")
+    capture("b", policy_version="3", policy_version_source="trainer", policy_version_note="weight_info timed out")
+    capture("c", policy_version=None, policy_version_source=None)
+    assert capture_versions(tmp_path / "store") == ({"engine": 1, "trainer": 1, "unknown": 1}, [])
+    capture("d", policy_version="7", policy_version_source="proxy")
+    capture("e", policy_version="3", policy_version_source="trainer")
+    (tmp_path / "store" / "captures" / "t1" / "t1-0" / "f.json.gz").write_bytes(b"not gzip")
+    counts, problems = capture_versions(tmp_path / "store")
+    assert counts == {"engine": 1, "trainer": 2, "unknown": 1, "proxy": 1}
+    assert [p.split(": ", 1)[0] for p in problems] == [f"capture captures/t1/t1-0/{n}.json.gz" for n in "def"], problems
+    assert "version 7 named by proxy, not by the engine" in problems[0]
+    assert "named by trainer, with no note" in problems[1]
 
 
 @needs_engine_lane

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .capture_versions import capture_versions
 from .config import ConfigError, Experiment, load
 from .report import plot, read_curve, summary
 from .stack import StackError, engine_stack, polar_root, prepare_model_dir, preset_model_source
@@ -105,7 +106,10 @@ def run(exp: Experiment, resume: bool) -> int:
                 f"checkpoint folder {model_dir} (ready in {time.monotonic() - t_start:.0f}s)")  # fmt: skip
             from .trl_run import run_trl
 
-            extra = run_trl(exp, stack, curve, log, checkpoint, {r["step"] for r in rows_kept if r["kind"] == "eval"})
+            evaluated = {r["step"] for r in rows_kept if r["kind"] == "eval"}
+            extra = run_trl(exp, stack, curve, log, checkpoint, evaluated, started=t_start)
+    extra["capture_versions"], wrong = capture_versions(out / "store")
+    extra["problems"] = extra.get("problems", []) + wrong
     rows = read_curve(out / "curve.jsonl")
     s = summary(exp.name, exp.seed, rows, time.monotonic() - t_start, extra)
     (out / "summary.json").write_text(json.dumps(s, indent=2) + "\n")

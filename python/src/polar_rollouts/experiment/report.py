@@ -42,6 +42,8 @@ def summary(name: str, seed: int, rows: list[dict[str, Any]], wall_s: float, ext
         "weight_sync_s_median": _median(extra.get("weight_sync_s", [])),
         "engine_busy_share_median": _median([r.get("engine_busy_share") for r in train]),
         "no_signal_steps": sum(bool(r.get("no_signal")) for r in train),
+        # captures by who named their version (engine, trainer, unknown): capture_versions.py
+        "capture_versions": extra.get("capture_versions", {}),
         "warnings": extra.get("warnings", []),
         "problems": extra.get("problems", [])[:20],
     }

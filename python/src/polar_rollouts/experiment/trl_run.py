@@ -229,8 +229,10 @@ def grpo_config(exp: Experiment) -> Any:
 
 
 def run_trl(exp: Experiment, stack: Stack, curve: Any, log: Callable[[str], None], resume: Path | None,
-            evaluated: set[int]) -> dict[str, Any]:  # fmt: skip
-    """``evaluated``: steps the curve already has a held-out row for (a resumed run's)."""
+            evaluated: set[int], started: float | None = None) -> dict[str, Any]:  # fmt: skip
+    """``evaluated``: steps the curve already has a held-out row for (a resumed run's). ``started``:
+    the command's ``time.monotonic()`` at its start, the clock of ``budget.minutes`` and of each
+    row's ``elapsed_s`` (engine start included, as docs/experiments.md says)."""
     import datasets
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
@@ -258,7 +260,7 @@ def run_trl(exp: Experiment, stack: Stack, curve: Any, log: Callable[[str], None
     trainer = GRPOTrainer(model=model, reward_funcs=reward_funcs, args=config, processing_class=tokenizer,
                           train_dataset=datasets.Dataset.from_list([{"prompt": p} for p in prompts]),
                           rollout_func=recorder)  # fmt: skip
-    t_start = time.monotonic()
+    t_start = time.monotonic() if started is None else started
     state: dict[str, Any] = {"flat_steps": 0, "warnings": [], "evaluated": set(evaluated)}
 
     def write(row: dict[str, Any]) -> None:
