@@ -2,6 +2,7 @@ import { type ParseArgsConfig, parseArgs } from "node:util";
 import { parseTaskCeilings, type TaskCeilings } from "../batch-runner/runtime/task-ceilings.ts";
 import { ENGINES, type EngineName, isEngineName } from "../shared/engines.ts";
 import { openStore, StoreSpecError } from "../shared/node/open-store.ts";
+import { LOGPROBS_MODES, type LogprobsMode } from "../shared/schemas/capture.ts";
 import { ENV_NAME } from "../shared/schemas/side-service.ts";
 import type { ObjectStore } from "../shared/store/object-store.ts";
 import { UsageError } from "./command.ts";
@@ -37,6 +38,16 @@ export function engineFlag(value: string | undefined): EngineName {
     throw new UsageError(`--engine must be ${ENGINES.join(" or ")}, got ${engine}`);
   }
   return engine;
+}
+
+/** `--logprobs-mode`: what the engine's logprobs mean, recorded on every capture; the engine's default when absent. */
+export function logprobsModeFlag(value: string | undefined): LogprobsMode | undefined {
+  if (value !== undefined && !(LOGPROBS_MODES as readonly string[]).includes(value)) {
+    throw new UsageError(
+      `--logprobs-mode must be one of ${LOGPROBS_MODES.join(", ")}, got ${JSON.stringify(value)}`,
+    );
+  }
+  return value as LogprobsMode | undefined;
 }
 
 /** How often a server checks that the process that started it, and its launcher, are still there. */

@@ -9,6 +9,7 @@ import type { ReplicaAddressKind } from "../proxy-worker/routing/replica-address
 import type { EngineName } from "../shared/engines.ts";
 import { keys } from "../shared/keys.ts";
 import { openStore } from "../shared/node/open-store.ts";
+import type { LogprobsMode } from "../shared/schemas/capture.ts";
 import type { SessionResult } from "../shared/schemas/trajectory.ts";
 import type { ObjectStore } from "../shared/store/object-store.ts";
 import { startLocalDownloads } from "./local-downloads.ts";
@@ -20,6 +21,8 @@ export interface LocalControlOptions {
   /** An inference server; without it the dry-run policy is started. */
   upstream?: string;
   engine?: EngineName;
+  /** What the engine's logprobs mean (`--logprobs-mode`); the engine's default when absent. */
+  logprobsMode?: LogprobsMode;
   /** Default `.polar/serve`; the store is `<out>/store`. */
   outDir?: string;
   host?: string;
@@ -90,6 +93,7 @@ export async function startLocalControl(opts: LocalControlOptions = {}): Promise
       host: opts.host ?? "127.0.0.1",
       port: opts.port ?? 8787,
       logRequests: opts.logRequests,
+      ...(opts.logprobsMode ? { logprobsMode: opts.logprobsMode } : {}),
       ...(opts.proxyLimits ? { limits: opts.proxyLimits } : {}),
       control: {
         jobs: queue,

@@ -1,11 +1,11 @@
 import { parseAddressKinds } from "../../proxy-worker/routing/replica-address.ts";
 import { ENGINES, isEngineName } from "../../shared/engines.ts";
-import type { LogprobsMode } from "../../shared/schemas/capture.ts";
 import { type Command, UsageError } from "../command.ts";
 import {
   IMAGE_LIMIT_OPTIONS,
   IMAGE_LIMIT_USAGE,
   imageLimitFlags,
+  logprobsModeFlag,
   numberFlag,
   parseFlags,
   storeFlag,
@@ -220,13 +220,7 @@ const command: Command = {
     if (!isEngineName(engine)) {
       throw new UsageError(`--engine must be ${ENGINES.join(" or ")}, got ${JSON.stringify(engine)}`);
     }
-    const logprobsMode = values["logprobs-mode"];
-    const { LOGPROBS_MODES } = await import("../../shared/schemas/capture.ts");
-    if (logprobsMode !== undefined && !(LOGPROBS_MODES as readonly string[]).includes(logprobsMode)) {
-      throw new UsageError(
-        `--logprobs-mode must be one of ${LOGPROBS_MODES.join(", ")}, got ${JSON.stringify(logprobsMode)}`,
-      );
-    }
+    const logprobsMode = logprobsModeFlag(values["logprobs-mode"]);
     const streamMode = values["stream-mode"];
     if (streamMode !== undefined && streamMode !== "live" && streamMode !== "synthesize") {
       throw new UsageError(`--stream-mode must be live or synthesize, got ${JSON.stringify(streamMode)}`);
@@ -302,7 +296,7 @@ const command: Command = {
       },
       upstreamTimeoutMs: timeoutS * 1000,
       engine,
-      ...(logprobsMode ? { logprobsMode: logprobsMode as LogprobsMode } : {}),
+      ...(logprobsMode ? { logprobsMode } : {}),
       ...(streamMode ? { streamMode } : {}),
       ...(streamFlushMs !== undefined ? { streamFlushMs } : {}),
       store,

@@ -6,6 +6,7 @@ import {
   IMAGE_LIMIT_USAGE,
   imageLimitFlags,
   intFlag,
+  logprobsModeFlag,
   numberFlag,
   parseFlags,
   serviceEnvFlag,
@@ -14,7 +15,7 @@ import {
   upstreamFlag,
 } from "../flags.ts";
 
-const usage = `Usage: polar serve [--upstream URL] [--engine vllm|sglang] [--port 8787] [--host 127.0.0.1]
+const usage = `Usage: polar serve [--upstream URL] [--engine vllm|sglang] [--logprobs-mode MODE] [--port 8787] [--host 127.0.0.1]
                    [--out DIR] [--control-token T] [--run N] [--log-requests] [--allow-unsandboxed]
                    [--max-task-limits NAME=N,...] [--allow-verifier-network]
                    [--service-env NAME[,NAME...]] [--max-image-mb 10] [--max-image-pixels N]
@@ -30,6 +31,9 @@ as signed local download URLs, as an S3 store would presign them. Then, from ano
 
   --upstream URL     an inference server (vLLM/SGLang) root; checked before starting
   --engine           vllm (default) or sglang
+  --logprobs-mode MODE  what the engine's logprobs mean, recorded on every capture (default: the
+                     engine's own default, raw_logprobs for vLLM); set it to match the engine's
+                     flags: scripts/engine.sh starts vLLM with processed_logprobs
   --port, --host     where the proxy listens (default 127.0.0.1:8787)
   --out DIR          output directory (default .polar/serve; the store is DIR/store)
   --control-token T  the control API's bearer token (or POLAR_CONTROL_TOKEN; random if neither, printed)
@@ -73,6 +77,7 @@ const command: Command = {
       options: {
         upstream: { type: "string" },
         engine: { type: "string" },
+        "logprobs-mode": { type: "string" },
         port: { type: "string" },
         host: { type: "string" },
         out: { type: "string" },
@@ -101,6 +106,7 @@ const command: Command = {
       local = await startLocalControl({
         upstream: upstreamFlag(values.upstream),
         engine: engineFlag(values.engine),
+        logprobsMode: logprobsModeFlag(values["logprobs-mode"]),
         port: numberFlag("port", values.port, 8787, 0, 65535),
         host: values.host,
         outDir: values.out,

@@ -4,6 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openStore } from "../../shared/node/open-store.ts";
+import { readCaptures } from "../support/proxy.ts";
 
 /** `polar serve`: the control API with one command, driven by the example trainer over HTTP. */
 const repo = fileURLToPath(new URL("../../", import.meta.url));
@@ -18,7 +20,19 @@ let token: string;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "polar-serve-"));
-  serve = spawn(process.execPath, [polar, "serve", "--port", "0", "--out", dir, "--log-requests"], {
+  // --logprobs-mode: what the engine's logprobs mean, as scripts/engine.sh starts vLLM; every
+  // capture must record it (it recorded vLLM's default, raw_logprobs, whatever the engine did).
+  const args = [
+    "serve",
+    "--port",
+    "0",
+    "--out",
+    dir,
+    "--log-requests",
+    "--logprobs-mode",
+    "processed_logprobs",
+  ];
+  serve = spawn(process.execPath, [polar, ...args], {
     cwd: repo,
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, POLAR_CONTROL_TOKEN: "" },
@@ -98,6 +112,9 @@ describe("polar serve", () => {
     expect(stderr).toMatch(
       /POST \/v1\/chat\/completions provider=openai_chat session=hello-file-\d status=200 \d+ms/,
     );
+    const captures = await readCaptures(openStore(join(dir, "store")), "hello-file", "hello-file-0");
+    expect(captures.length).toBeGreaterThan(0);
+    expect(captures.map((c) => c.sampling?.logprobs_mode)).toEqual(captures.map(() => "processed_logprobs"));
   });
 
   it("rejects a task with a misspelt field, naming it (not `invalid json`), before anything is queued", async () => {

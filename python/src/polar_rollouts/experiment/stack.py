@@ -232,8 +232,11 @@ def engine_stack(
         watchdog.guard(engine.pid)
         wait_healthy(f"{engine_url}/health", engine, engine_log, engine_timeout_s)
         # --out: the store, logs and sessions go under the experiment's folder, never the checkout.
+        # scripts/engine.sh starts vLLM with processed logprobs (after temperature, top-k, top-p);
+        # captures must say so, or a run sampling at any temperature but 1 is refused as raw.
         serve = spawn([node, str(root / "bin" / "polar.js"), "serve", "--upstream", engine_url, "--port", str(proxy_port),
-                       "--out", str(out), "--control-token", token, "--run", str(run)],
+                       "--logprobs-mode", "processed_logprobs", "--out", str(out), "--control-token", token,
+                       "--run", str(run)],
                       serve_log, cwd=root, env=env)  # fmt: skip
         watchdog.guard(serve.pid)
         wait_healthy(f"{proxy_url}/healthz", serve, serve_log, 60)
