@@ -61,7 +61,7 @@ VARIANTS = {"shipped prompt": shipped, "exact command given": exact_command, "wo
 
 
 def sample(engine: str, messages: list[dict[str, str]], n: int, temperature: float, max_tokens: int) -> list[str]:
-    body = {"model": "policy", "messages": messages, "n": n, "temperature": temperature, "max_tokens": max_tokens, "seed": 0}
+    body = {"model": "policy", "messages": messages, "n": n, "temperature": temperature, "max_tokens": max_tokens}
     req = urllib.request.Request(f"{engine}/v1/chat/completions", json.dumps(body).encode(), {"content-type": "application/json"})
     with urllib.request.urlopen(req, timeout=600) as res:
         answer: dict[str, Any] = json.load(res)
