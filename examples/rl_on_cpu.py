@@ -15,6 +15,15 @@ reload_weights, update_weight_version, resume; the proxy reads the engine's /wei
 every call). `--mode one-step-off` samples iteration i+1
 while the step on iteration i runs (one step stale, bounded by --max-staleness).
 
+On a fleet (docs/rl-on-cpu.md "On a fleet"): `--proxy URL --control-token TOKEN` (or
+$POLAR_CONTROL_TOKEN) starts the engine alone and no `polar serve`; the engine is registered through
+that proxy's control API (replace_replicas), each version is named there, and the task groups and
+shards go through it; sessions run on the fleet's runners, whose harnesses call whichever proxy
+they were given. `--store` (s3://bucket/prefix with the AWS_* variables, or a directory) is the
+fleet's store, read for the per-capture checks; `--also-proxy URL` names the fleet's other proxies,
+checked to route to the same engine and counted at the end; `--admin-token` sets the fleet's
+version back to 0 for a new run (a fleet keeps it across runs).
+
 Writes DIR/curve.jsonl (one object per iteration), DIR/curve.png (reward against version),
 DIR/store, DIR/engine.log and DIR/serve.log. Exits 1 if a faithfulness check fails.
 """
@@ -29,6 +38,7 @@ import secrets
 import shutil
 import sys
 import time
+import urllib.request
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,9 +51,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples" / "rl"))
 
 from curve_png import reward_curve_png  # noqa: E402
-from local_stack import StackError, copy_tiny_model, engine_stack, free_port  # noqa: E402
+from local_stack import StackError, copy_tiny_model, engine_only, engine_stack, free_port  # noqa: E402
 
-from polar_rollouts import ControlClient, Trace, TraceFilter, VersionSpan, filter_traces, grpo_advantages  # noqa: E402
+from polar_rollouts import ControlApiError, ControlClient, Trace, TraceFilter, VersionSpan, filter_traces, grpo_advantages  # noqa: E402
+from polar_rollouts.store import DirectoryStore, Store, open_store  # noqa: E402
 from polar_rollouts.weight_sync import VllmWeightSync, WeightSyncError  # noqa: E402
 
 PROMPTS = [
@@ -181,7 +192,24 @@ def main(argv: list[str]) -> int:
         default="none",
         help="break one thing on purpose: shift the loss mask one token right, or skip reload_weights",
     )
+    ap.add_argument("--proxy", help="train through this running proxy (a fleet's) instead of starting polar serve")
+    # The tokens' env defaults are read after parsing: --help prints defaults, never a secret.
+    ap.add_argument("--control-token",
+                    help="with --proxy: its control token (default $POLAR_CONTROL_TOKEN)")  # fmt: skip
+    ap.add_argument("--admin-token",
+                    help="with --proxy: the fleet's admin token (default $POLAR_ADMIN_TOKEN), to set the "
+                    "fleet's version back to 0 for this run (versions only go forward, across runs)")  # fmt: skip
+    ap.add_argument("--also-proxy", action="append", default=[], metavar="URL",
+                    help="with --proxy: another proxy of the fleet (repeatable), checked to route to the engine")  # fmt: skip
+    ap.add_argument("--store", help="with --proxy: the fleet's store (s3://bucket/prefix or a directory), "
+                    "read for the per-capture checks; without it they are skipped")  # fmt: skip
     args = ap.parse_args(argv)
+    args.control_token = args.control_token or os.environ.get("POLAR_CONTROL_TOKEN")
+    args.admin_token = args.admin_token or os.environ.get("POLAR_ADMIN_TOKEN")
+    if args.proxy and not args.control_token:
+        ap.error("--proxy needs --control-token or $POLAR_CONTROL_TOKEN")
+    if not args.proxy and (args.also_proxy or args.store):
+        ap.error("--also-proxy and --store go with --proxy")
 
     out: Path = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -217,25 +245,97 @@ def main(argv: list[str]) -> int:
 
     t_start = time.monotonic()
     with ExitStack() as running:
-        try:
-            stack = running.enter_context(
-                engine_stack(out, model_dir, seed=args.seed, run=args.run, engine_port=engine_port)
-            )
-        except StackError as err:
-            raise SystemExit(f"rl_on_cpu: {err}") from None
-        client = ControlClient(stack.proxy_url, stack.token)
+        if args.proxy:
+            client = ControlClient(args.proxy, args.control_token)
+            # The fleet keeps its version across runs and refuses a lower one: this run counts
+            # from 0. Checked before the engine starts, so a refusal costs nothing.
+            try:
+                current = client.policy_version().get("version")
+            except ControlApiError as err:
+                raise SystemExit(f"rl_on_cpu: {args.proxy}: {err}") from None
+            if current not in (None, "0", 0):
+                if not args.admin_token:
+                    raise SystemExit(f"rl_on_cpu: the fleet's policy version is {current}, ahead of this run's 0: give "
+                                     "--admin-token (or $POLAR_ADMIN_TOKEN) to set it back for a new run")  # fmt: skip
+                restart_versions(args.proxy, args.admin_token)
+            try:
+                engine_url = running.enter_context(engine_only(out, model_dir, seed=args.seed, engine_port=engine_port))
+            except StackError as err:
+                raise SystemExit(f"rl_on_cpu: {err}") from None
+            # The fleet's proxies route by the replica set in the store: registered through one,
+            # seen by all (docs/control-api.md "A trainer on a fleet").
+            try:
+                client.replace_replicas([engine_url], wait_s=60)
+                seen_by = {
+                    other: [r["url"] for r in ControlClient(other, args.control_token).replicas()] for other in args.also_proxy
+                }
+            except ControlApiError as err:  # e.g. 422: a proxy that does not allow the engine's address
+                raise SystemExit(f"rl_on_cpu: registering the engine {engine_url}: {err}") from None
+            for other, seen in seen_by.items():
+                if seen != [engine_url]:
+                    raise SystemExit(f"rl_on_cpu: {other} routes to {seen}, not the engine {engine_url} "
+                                     f"registered through {args.proxy}")  # fmt: skip
+            store = open_store(args.store) if args.store else None
+            store_name = args.store or "not read"
+            where = f"proxy {args.proxy}" + "".join(f" + {u}" for u in args.also_proxy)
+        else:
+            try:
+                stack = running.enter_context(
+                    engine_stack(out, model_dir, seed=args.seed, run=args.run, engine_port=engine_port)
+                )
+            except StackError as err:
+                raise SystemExit(f"rl_on_cpu: {err}") from None
+            engine_url = stack.engine_url
+            client = ControlClient(stack.proxy_url, stack.token)
+            store = DirectoryStore(stack.store)
+            store_name = str(stack.store)
+            where = f"polar serve {stack.proxy_url}"
         # The version also goes through the control API: a capture whose /weight_info read failed
         # under load keeps the step the trainer named (with the reason), instead of none.
         weight_sync.control = client
         weight_sync.set_version(0)
-        print(f"rl_on_cpu: engine {stack.engine_url}, polar serve {stack.proxy_url}, store {stack.store} "
+        print(f"rl_on_cpu: engine {engine_url}, {where}, store {store_name} "
               f"(ready in {time.monotonic() - t_start:.0f}s)", flush=True)  # fmt: skip
-        return train(args, out, model, check_model, optimizer, weight_sync, client, t_start)
+        if store is None:
+            print("rl_on_cpu: no --store: the per-capture checks (version source, replica) are skipped", flush=True)
+        proxies = [args.proxy, *args.also_proxy] if args.proxy else []
+        before = {u: proxy_captures(u) for u in proxies}
+        code = train(args, out, model, check_model, optimizer, weight_sync, client, store, engine_url, t_start)
+        if proxies:
+            # Which proxies the run's model calls went through (each counts its own captures; a
+            # proxy restarted meanwhile counts from its restart).
+            after = {u: proxy_captures(u) for u in proxies}
+            took = {u: None if before[u] is None or after[u] is None else after[u] - before[u] for u in proxies}
+            print(f"rl_on_cpu: model calls captured through each proxy during the run: {took}", flush=True)
+        return code
+
+
+def restart_versions(url: str, admin_token: str) -> None:
+    """POST /admin/policy-version 0: a new run's version on every proxy of the fleet (no order check)."""
+    request = urllib.request.Request(f"{url}/admin/policy-version", data=json.dumps({"version": 0}).encode(), method="POST",
+                                     headers={"authorization": f"Bearer {admin_token}", "content-type": "application/json"})  # fmt: skip
+    try:
+        with urllib.request.urlopen(request, timeout=30):
+            pass
+    except OSError as err:  # HTTPError included: a wrong token, admin routes off
+        raise SystemExit(f"rl_on_cpu: setting the fleet's version back to 0 through {url}: {err}") from None
+
+
+def proxy_captures(url: str) -> int | None:
+    """The calls a proxy (process or isolate) captured since it started, from its /metrics (None
+    when it has none to give)."""
+    try:
+        with urllib.request.urlopen(f"{url}/metrics", timeout=10) as res:
+            text = res.read().decode()
+    except OSError:
+        return None
+    lines = [line for line in text.splitlines() if line.startswith("polar_proxy_captures_total{")]
+    return sum(int(float(line.rsplit(" ", 1)[1])) for line in lines)
 
 
 def train(
     args: argparse.Namespace, out: Path, model: Any, check_model: Any, optimizer: torch.optim.Optimizer,
-    weight_sync: VllmWeightSync, client: ControlClient, t_start: float,
+    weight_sync: VllmWeightSync, client: ControlClient, store: Store | None, engine_url: str, t_start: float,
 ) -> int:  # fmt: skip
     run_id = f"rl-s{args.seed}-{secrets.token_hex(3)}"
     version = 0  # the trainer's weights; the engine serves the same after each sync
@@ -287,17 +387,25 @@ def train(
                 problems.append(f"session {sid}: {len(ts)} traces (token-in-token-out should splice the two calls into one)")
         not_from_engine: list[str] = []
         noted_sessions: set[str] = set()
-        for task_id in pending.task_ids:  # the captures themselves: versions the engine reported
-            for path in (out / "store" / "captures" / task_id).rglob("*.json.gz"):
-                capture = json.loads(gzip.decompress(path.read_bytes()))
+        captures_read = 0
+        capture_versions: dict[str, int] = {}  # "start..end" of each call, as its capture records them
+        for task_id in pending.task_ids if store is not None else []:  # the captures: versions the engine reported
+            for key in [k for k in store.list(f"captures/{task_id}/") if k.endswith(".json.gz")]:
+                name = key.rsplit("/", 1)[-1]
+                capture = json.loads(gzip.decompress(store.get(key) or b""))
+                captures_read += 1
+                span = f"{capture.get('policy_version')}..{capture.get('policy_version_end')}"
+                capture_versions[span] = capture_versions.get(span, 0) + 1
+                if args.proxy and capture.get("replica") != engine_url:
+                    problems.append(f"capture {name}: sampled by {capture.get('replica')}, not the engine {engine_url}")
                 source, note = capture.get("policy_version_source"), capture.get("policy_version_note")
                 if source == "engine":
                     continue
                 if note:  # the engine's read failed under load: the trainer's version (or none), reported
-                    not_from_engine.append(f"{path.name}: {source or 'unknown'} ({note})")
+                    not_from_engine.append(f"{name}: {source or 'unknown'} ({note})")
                     noted_sessions.add(capture["session_id"])
                 else:
-                    problems.append(f"capture {path.name}: policy_version_source {source!r}, not the engine, "
+                    problems.append(f"capture {name}: policy_version_source {source!r}, not the engine, "
                                     "and no policy_version_note saying why")  # fmt: skip
         for line in not_from_engine:
             print(f"rl_on_cpu: iteration {iteration}: capture version not the engine's: {line}", flush=True)
@@ -419,6 +527,8 @@ def train(
             "stale_samples": len(stale),
             "dropped_stale": dropped_stale,
             "crossed_samples": len(crossed),
+            "captures_read": captures_read if store is not None else None,
+            "capture_versions": dict(sorted(capture_versions.items())),
             "captures_not_versioned_by_engine": len(not_from_engine),
             "checked_tokens": int(all_diffs.size),
             "logprob_diff_mean": diff_mean,

@@ -7,19 +7,21 @@ these are its defaults for the examples."""
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from polar_rollouts.experiment.stack import Stack, StackError, free_port, stop, wait_healthy
+from polar_rollouts.experiment.stack import Stack, StackError, Watchdog, free_port, spawn, stop, wait_healthy
 from polar_rollouts.experiment.stack import engine_stack as _engine_stack
 from polar_rollouts.experiment.stack import prepare_model_dir, preset_model_source
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / ".cache" / "engine" / "tiny-qwen3"
 
-__all__ = ["ROOT", "TINY", "Stack", "StackError", "copy_preset_model", "copy_tiny_model", "engine_stack",
-           "free_port", "stop", "wait_healthy"]  # fmt: skip
+__all__ = ["ROOT", "TINY", "Stack", "StackError", "copy_preset_model", "copy_tiny_model", "engine_only",
+           "engine_stack", "free_port", "stop", "wait_healthy"]  # fmt: skip
 
 
 def copy_tiny_model(model_dir: Path) -> Path:
@@ -43,3 +45,26 @@ def engine_stack(
     engine's address before it starts."""
     with _engine_stack(out, model_dir, root=ROOT, seed=seed, run=run, preset=preset, engine_port=engine_port or 0) as s:
         yield s
+
+
+@contextmanager
+def engine_only(out: Path, model_dir: Path, *, seed: int = 0, engine_port: int, preset: str = "qwen3") -> Iterator[str]:
+    """The engine of ``engine_stack`` alone (same flags, DIR/engine.log), for a trainer whose
+    proxies and runners already run (a fleet): yields the engine's URL, which the trainer then
+    registers through a proxy's control API."""
+    out.mkdir(parents=True, exist_ok=True)
+    url, log = f"http://127.0.0.1:{engine_port}", out / "engine.log"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    watchdog = Watchdog()
+    engine = None
+    try:
+        # Prefix caching off, as in engine_stack: no KV block of older weights serves after a sync.
+        engine = spawn(["bash", str(ROOT / "scripts" / "engine.sh"), "serve", "--port", str(engine_port),
+                        "--model-dir", str(model_dir), "--preset", preset, "--",
+                        "--no-enable-prefix-caching", "--seed", str(seed)], log, cwd=ROOT, env=env)  # fmt: skip
+        watchdog.guard(engine.pid)
+        wait_healthy(f"{url}/health", engine, log, 300)
+        yield url
+    finally:
+        stop(engine, signal.SIGTERM)
+        watchdog.release()
