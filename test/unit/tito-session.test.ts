@@ -55,6 +55,22 @@ async function runSession(
   return readCaptures(proxy.store, TASK, sessionId);
 }
 
+/** A chat session's first call (a tool call) answered; `second` sends its tool output back. */
+async function firstToolTurn(proxy: TestProxy, sessionId: string) {
+  const token = await mintSessionToken({ sessionId, taskId: TASK, tokenInTokenOut: true }, KEY);
+  const post = (body: Record<string, unknown>) =>
+    fetch(proxy.url + chatClient.path, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...chatClient.authHeader(token) },
+      body: JSON.stringify(body),
+    }).then((r) => r.json() as Promise<Record<string, unknown>>);
+  const first = chatClient.first(SYSTEM, SCRIPT);
+  const answer = await post(first);
+  const call = chatClient.toolCall(answer);
+  if (!call) throw new Error("no tool call");
+  return { post, second: chatClient.next(first, answer, call, "output of call 1\n") };
+}
+
 function traceCount(captures: CaptureRecord[]): number {
   return buildTrajectory(captures, { strategy: "prefix_merging", config: {} }, "COMPLETED").traces.length;
 }
@@ -155,21 +171,7 @@ for (const shape of ["vllm", "sglang"] as const) {
     });
 
     it("a harness that retries a call gets the same spliced prompt, and reconstruction accepts it", async () => {
-      const token = await mintSessionToken(
-        { sessionId: `${shape}-retry`, taskId: TASK, tokenInTokenOut: true },
-        KEY,
-      );
-      const post = (body: Record<string, unknown>) =>
-        fetch(proxy.url + chatClient.path, {
-          method: "POST",
-          headers: { "content-type": "application/json", ...chatClient.authHeader(token) },
-          body: JSON.stringify(body),
-        }).then((r) => r.json() as Promise<Record<string, unknown>>);
-      const first = chatClient.first(SYSTEM, SCRIPT);
-      const answer = await post(first);
-      const call = chatClient.toolCall(answer);
-      if (!call) throw new Error("no tool call");
-      const second = chatClient.next(first, answer, call, "output of call 1\n");
+      const { post, second } = await firstToolTurn(proxy, `${shape}-retry`);
       await post(second);
       await post(second); // the retry
       const caps = await readCaptures(proxy.store, TASK, `${shape}-retry`);
@@ -185,21 +187,7 @@ for (const shape of ["vllm", "sglang"] as const) {
       // history and a format error follows, so the next call extends the turn before it, not the
       // dropped one. Two spliced children of one parent with different prompts; before, reconstruction
       // refused the session ("spliced capture ... is not in the trace of its parent").
-      const token = await mintSessionToken(
-        { sessionId: `${shape}-branch`, taskId: TASK, tokenInTokenOut: true },
-        KEY,
-      );
-      const post = (body: Record<string, unknown>) =>
-        fetch(proxy.url + chatClient.path, {
-          method: "POST",
-          headers: { "content-type": "application/json", ...chatClient.authHeader(token) },
-          body: JSON.stringify(body),
-        }).then((r) => r.json() as Promise<Record<string, unknown>>);
-      const first = chatClient.first(SYSTEM, SCRIPT);
-      const answer = await post(first);
-      const call = chatClient.toolCall(answer);
-      if (!call) throw new Error("no tool call");
-      const second = chatClient.next(first, answer, call, "output of call 1\n");
+      const { post, second } = await firstToolTurn(proxy, `${shape}-branch`);
       await post(second); // its reply is the one the harness drops
       const messages = second.messages as Record<string, unknown>[];
       await post({
