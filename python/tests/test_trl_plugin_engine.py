@@ -49,6 +49,15 @@ def write_tasks(path: Path) -> list[str]:
     return prompts
 
 
+def check_trl_agrees_with_engine(trainer: Any, steps: int) -> None:
+    """TRL's own importance-sampling path: its logprobs (before each step) against the engine's."""
+    logs = [e for e in trainer.state.log_history if "sampling/sampling_logp_difference/max" in e]
+    assert len(logs) == steps
+    for entry in logs:
+        assert entry["sampling/sampling_logp_difference/max"] < TOLERANCE, entry
+        assert abs(entry["sampling/importance_sampling_ratio/mean"] - 1) < TOLERANCE, entry
+
+
 def grpo_trainer(stack: Stack, out: Path, rollout_func: Any, prompts: list[str], steps: int) -> Any:
     import datasets
     import torch
@@ -94,12 +103,7 @@ def test_grpo_trainer_three_steps_on_the_real_engine(stack: Stack, tmp_path: Pat
     result = trainer.train()
     assert result.global_step == STEPS
 
-    # TRL's own importance-sampling path: its logprobs (before the step) against the engine's.
-    logs = [e for e in trainer.state.log_history if "sampling/sampling_logp_difference/max" in e]
-    assert len(logs) == STEPS
-    for entry in logs:
-        assert entry["sampling/sampling_logp_difference/max"] < TOLERANCE, entry
-        assert abs(entry["sampling/importance_sampling_ratio/mean"] - 1) < TOLERANCE, entry
+    check_trl_agrees_with_engine(trainer, STEPS)
 
     # Weights pushed before every generation, named by TRL's step; the engine reports each one.
     assert [s.version for s in rollout.syncs] == [str(k) for k in range(STEPS)]
