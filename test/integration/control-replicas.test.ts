@@ -4,10 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MemoryQueue } from "../../batch-runner/queue/memory-queue.ts";
 import { createProxyApp } from "../../proxy-worker/app.ts";
 import { type RunningProxy, startNodeProxy } from "../../proxy-worker/node.ts";
+import type { CaptureRecord } from "../../shared/schemas/capture.ts";
 import { mintSessionToken } from "../../shared/session-token.ts";
 import { MemoryStore } from "../../shared/store/memory-store.ts";
 import { type PolicyServer, startPolicy } from "../support/policy.ts";
-import { readCaptures } from "../support/proxy.ts";
+import { oneSessionCall } from "../support/proxy.ts";
 
 // Engines the trainer owns (docs/control-api.md "Engines and versions the trainer owns"): replicas
 // registered, replaced and removed on a running Node proxy through the control API, real dry-run
@@ -61,22 +62,11 @@ async function control(method: string, path: string, body?: unknown, token: stri
 const urls = async () =>
   ((await control("GET", "/v1/replicas")).body.replicas as { url: string }[]).map((r) => r.url);
 
-let sessionNo = 0;
 /** One model call in a session of its own (its own task, so each is placed afresh); its capture. */
 async function oneCall() {
-  const n = sessionNo++;
-  const taskId = `replica-task-${n}`;
-  const sessionId = `replica-session-${n}`;
-  const token = await mintSessionToken({ sessionId, taskId, ttlSeconds: 600 }, KEY);
-  const res = await fetch(`${proxy.url}/v1/chat/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
-    body: JSON.stringify({ model: "policy", messages: [{ role: "user", content: `hello ${n}` }] }),
-  });
-  expect(res.status).toBe(200);
-  await res.arrayBuffer();
-  const [capture] = await readCaptures(store, taskId, sessionId);
-  return capture;
+  const call = await oneSessionCall(proxy.url, store, KEY, "replica");
+  expect(call.status).toBe(200);
+  return call.capture as CaptureRecord;
 }
 
 /** A port nothing listens on: taken, then given back. */

@@ -3,10 +3,10 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MemoryQueue } from "../../batch-runner/queue/memory-queue.ts";
 import { type RunningProxy, startNodeProxy } from "../../proxy-worker/node.ts";
-import { mintSessionToken } from "../../shared/session-token.ts";
+import type { CaptureRecord } from "../../shared/schemas/capture.ts";
 import { MemoryStore } from "../../shared/store/memory-store.ts";
 import { type PolicyServer, startPolicy } from "../support/policy.ts";
-import { readCaptures } from "../support/proxy.ts";
+import { oneSessionCall } from "../support/proxy.ts";
 
 // An engine with no `GET /health` (NeMo RL's vLLM server, `vllm_worker_async.py` at 7ea279ab:
 // a FastAPI app with `POST /v1/chat/completions` and `POST /tokenize` only) is registered, routed
@@ -119,20 +119,10 @@ async function control(method: string, body?: unknown) {
 
 const listed = async () => (await control("GET")).body.replicas;
 
-let sessionNo = 0;
 async function oneCall() {
-  const n = sessionNo++;
-  const [taskId, sessionId] = [`no-health-task-${n}`, `no-health-session-${n}`];
-  const token = await mintSessionToken({ sessionId, taskId, ttlSeconds: 600 }, KEY);
-  const res = await fetch(`${proxy.url}/v1/chat/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
-    body: JSON.stringify({ model: "policy", messages: [{ role: "user", content: `hello ${n}` }] }),
-  });
-  expect(res.status).toBe(200);
-  await res.arrayBuffer();
-  const [capture] = await readCaptures(store, taskId, sessionId);
-  return capture;
+  const call = await oneSessionCall(proxy.url, store, KEY, "no-health");
+  expect(call.status).toBe(200);
+  return call.capture as CaptureRecord;
 }
 
 async function until(check: () => Promise<boolean>, ms = 5_000): Promise<boolean> {

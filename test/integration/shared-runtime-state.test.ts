@@ -9,11 +9,10 @@ import { FreshRead } from "../../proxy-worker/control/shared-state.ts";
 import { type RunningProxy, startNodeProxy } from "../../proxy-worker/node.ts";
 import { keys } from "../../shared/keys.ts";
 import { DirectoryStore } from "../../shared/node/directory-store.ts";
-import { mintSessionToken } from "../../shared/session-token.ts";
 import { MemoryStore } from "../../shared/store/memory-store.ts";
 import type { ObjectStore } from "../../shared/store/object-store.ts";
 import { type PolicyServer, startPolicy } from "../support/policy.ts";
-import { readCaptures } from "../support/proxy.ts";
+import { oneSessionCall } from "../support/proxy.ts";
 
 // Two `polar proxy` processes on one store (docs/control-api.md "Where this state lives"): a
 // trainer's replica set and version, set through one, route and stamp the next call through the
@@ -62,21 +61,8 @@ async function control(proxy: RunningProxy, method: string, path: string, body?:
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
-let n = 0;
-async function oneCall(proxy: RunningProxy, from: ObjectStore = store) {
-  const taskId = `shared-task-${n}`;
-  const sessionId = `shared-session-${n++}`;
-  const token = await mintSessionToken({ sessionId, taskId, ttlSeconds: 600 }, KEY);
-  const res = await fetch(`${proxy.url}/v1/chat/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
-    body: JSON.stringify({ model: "policy", messages: [{ role: "user", content: "hello" }] }),
-  });
-  const text = await res.text();
-  if (res.status !== 200) return { status: res.status, text, capture: null };
-  const [capture] = await readCaptures(from, taskId, sessionId);
-  return { status: res.status, text, capture };
-}
+const oneCall = (proxy: RunningProxy, from: ObjectStore = store) =>
+  oneSessionCall(proxy.url, from, KEY, "shared");
 
 describe("a trainer's replica set and version, shared by two proxies on one store", () => {
   it("set through one proxy route and stamp the next call through the other", async () => {

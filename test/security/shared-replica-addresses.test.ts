@@ -7,9 +7,8 @@ import { type RunningProxy, startNodeProxy } from "../../proxy-worker/node.ts";
 import type { ReplicaAddressKind } from "../../proxy-worker/routing/replica-address.ts";
 import { keys } from "../../shared/keys.ts";
 import { DirectoryStore } from "../../shared/node/directory-store.ts";
-import { mintSessionToken } from "../../shared/session-token.ts";
 import { type PolicyServer, startPolicy } from "../support/policy.ts";
-import { readCaptures } from "../support/proxy.ts";
+import { oneSessionCall } from "../support/proxy.ts";
 
 /*
  * Issue 51's known gap: the replica set a trainer stores is applied by every proxy on the store,
@@ -67,19 +66,9 @@ async function control(proxy: RunningProxy, method: string, body: unknown) {
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
-let n = 0;
 async function oneCall(proxy: RunningProxy) {
-  const taskId = `addr-task-${n}`;
-  const sessionId = `addr-session-${n++}`;
-  const token = await mintSessionToken({ sessionId, taskId, ttlSeconds: 600 }, KEY);
-  const res = await fetch(`${proxy.url}/v1/chat/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
-    body: JSON.stringify({ model: "policy", messages: [{ role: "user", content: "hello" }] }),
-  });
-  const text = await res.text();
-  const [capture] = res.status === 200 ? await readCaptures(store, taskId, sessionId) : [];
-  return { status: res.status, text, replica: capture?.replica ?? null };
+  const { status, text, capture } = await oneSessionCall(proxy.url, store, KEY, "addr");
+  return { status, text, replica: capture?.replica ?? null };
 }
 
 const storedUrls = async () =>

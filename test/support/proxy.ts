@@ -3,6 +3,7 @@ import { startNodeProxy } from "../../proxy-worker/node.ts";
 import { decodeCapture } from "../../shared/capture-codec.ts";
 import { keys } from "../../shared/keys.ts";
 import type { CaptureRecord } from "../../shared/schemas/capture.ts";
+import { mintSessionToken } from "../../shared/session-token.ts";
 import { MemoryStore } from "../../shared/store/memory-store.ts";
 import type { ObjectStore } from "../../shared/store/object-store.ts";
 
@@ -50,4 +51,31 @@ export async function readCaptures(
     if (bytes) out.push(await decodeCapture(bytes));
   }
   return out;
+}
+
+let sessionCalls = 0;
+
+/**
+ * One Chat Completions call in a session of its own (task and session ids `<prefix>-task-N`,
+ * `<prefix>-session-N`, a token signed with `signingKey`), and that session's capture when the
+ * call answered 200: how the routing tests see which replica a call went to and how it was stamped.
+ */
+export async function oneSessionCall(
+  proxyUrl: string,
+  store: ObjectStore,
+  signingKey: string,
+  prefix: string,
+): Promise<{ status: number; text: string; capture: CaptureRecord | null }> {
+  const n = sessionCalls++;
+  const [taskId, sessionId] = [`${prefix}-task-${n}`, `${prefix}-session-${n}`];
+  const token = await mintSessionToken({ sessionId, taskId, ttlSeconds: 600 }, signingKey);
+  const res = await fetch(`${proxyUrl}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+    body: JSON.stringify({ model: "policy", messages: [{ role: "user", content: `hello ${n}` }] }),
+  });
+  const text = await res.text();
+  if (res.status !== 200) return { status: res.status, text, capture: null };
+  const [capture] = await readCaptures(store, taskId, sessionId);
+  return { status: res.status, text, capture: capture ?? null };
 }
