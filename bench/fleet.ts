@@ -329,32 +329,19 @@ const benchmark: Benchmark = {
 
     const summary = ["fleet", "polar serve"].map((path) => {
       const mine = steps.filter((s) => s.path === path);
+      const median = (of: (s: (typeof mine)[number]) => number) => quantile(mine.map(of), 0.5);
+      const totals = mine.map((s) => s.total);
       return {
         path,
         n: mine.length,
-        p50: quantile(
-          mine.map((s) => s.total),
-          0.5,
-        ),
-        mean: mean(mine.map((s) => s.total)),
-        min: Math.min(...mine.map((s) => s.total)),
-        max: Math.max(...mine.map((s) => s.total)),
-        submit: quantile(
-          mine.map((s) => s.submitMs),
-          0.5,
-        ),
-        run: quantile(
-          mine.map((s) => s.runS),
-          0.5,
-        ),
-        start: quantile(
-          mine.map((s) => s.startS),
-          0.5,
-        ),
-        shard: quantile(
-          mine.map((s) => s.shardMs),
-          0.5,
-        ),
+        p50: median((s) => s.total),
+        mean: mean(totals),
+        min: Math.min(...totals),
+        max: Math.max(...totals),
+        submit: median((s) => s.submitMs),
+        run: median((s) => s.runS),
+        start: median((s) => s.startS),
+        shard: median((s) => s.shardMs),
         sessions: mine.reduce((acc, s) => acc + s.completed, 0),
       };
     });
