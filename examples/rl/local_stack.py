@@ -7,13 +7,12 @@ these are its defaults for the examples."""
 
 from __future__ import annotations
 
-import os
-import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from polar_rollouts.experiment.stack import Stack, StackError, Watchdog, free_port, spawn, stop, wait_healthy
+from polar_rollouts.experiment.stack import Stack, StackError, free_port, stop, wait_healthy
+from polar_rollouts.experiment.stack import engine_only as _engine_only
 from polar_rollouts.experiment.stack import engine_stack as _engine_stack
 from polar_rollouts.experiment.stack import prepare_model_dir, preset_model_source
 
@@ -52,19 +51,5 @@ def engine_only(out: Path, model_dir: Path, *, seed: int = 0, engine_port: int, 
     """The engine of ``engine_stack`` alone (same flags, DIR/engine.log), for a trainer whose
     proxies and runners already run (a fleet): yields the engine's URL, which the trainer then
     registers through a proxy's control API."""
-    out.mkdir(parents=True, exist_ok=True)
-    url, log = f"http://127.0.0.1:{engine_port}", out / "engine.log"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    watchdog = Watchdog()
-    engine = None
-    try:
-        # Prefix caching off, as in engine_stack: no KV block of older weights serves after a sync.
-        engine = spawn(["bash", str(ROOT / "scripts" / "engine.sh"), "serve", "--port", str(engine_port),
-                        "--model-dir", str(model_dir), "--preset", preset, "--",
-                        "--no-enable-prefix-caching", "--seed", str(seed)], log, cwd=ROOT, env=env)  # fmt: skip
-        watchdog.guard(engine.pid)
-        wait_healthy(f"{url}/health", engine, log, 300)
+    with _engine_only(out, model_dir, root=ROOT, seed=seed, preset=preset, engine_port=engine_port) as url:
         yield url
-    finally:
-        stop(engine, signal.SIGTERM)
-        watchdog.release()

@@ -196,6 +196,44 @@ def _untie(dest: Path, config_file: Path, config: dict[str, Any], text: dict[str
 
 
 @contextmanager
+def engine_only(
+    out: Path,
+    model_dir: Path,
+    *,
+    root: Path,
+    seed: int = 0,
+    preset: str = "qwen3",
+    engine_port: int = 0,
+    engine_timeout_s: float = 300,
+    engine_args: Sequence[str] = ("--no-enable-prefix-caching",),
+    watchdog: Watchdog | None = None,
+) -> Iterator[str]:
+    """vLLM serving ``model_dir`` (log ``out/engine.log``), alone: yields its URL. For a trainer
+    whose proxies already run (a fleet) it is the whole stack; ``engine_stack`` puts `polar serve`
+    in front of it, guarded by the same ``watchdog`` (one of its own when none is given)."""
+    out.mkdir(parents=True, exist_ok=True)
+    engine_port = engine_port or free_port()
+    url, log = f"http://127.0.0.1:{engine_port}", out / "engine.log"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    engine: subprocess.Popen[bytes] | None = None
+    own = watchdog is None
+    guard = watchdog or Watchdog()
+    try:
+        # Prefix caching off (the default extra args): no KV block computed by older weights
+        # serves a request after a sync.
+        engine = spawn(["bash", str(root / "scripts" / "engine.sh"), "serve", "--port", str(engine_port),
+                        "--model-dir", str(model_dir), "--preset", preset, "--", *engine_args, "--seed", str(seed)],
+                       log, cwd=root, env=env)  # fmt: skip
+        guard.guard(engine.pid)
+        wait_healthy(f"{url}/health", engine, log, engine_timeout_s)
+        yield url
+    finally:
+        stop(engine, signal.SIGTERM)
+        if own:
+            guard.release()
+
+
+@contextmanager
 def engine_stack(
     out: Path,
     model_dir: Path,
@@ -210,39 +248,36 @@ def engine_stack(
     engine_args: Sequence[str] = ("--no-enable-prefix-caching",),
     log: IO[str] | None = None,
 ) -> Iterator[Stack]:
-    """vLLM serving ``model_dir`` and `polar serve` (store ``out/store``) in front of it."""
+    """vLLM serving ``model_dir`` (``engine_only``) and `polar serve` (store ``out/store``) in front of it."""
     out.mkdir(parents=True, exist_ok=True)
-    engine_port, proxy_port = engine_port or free_port(), proxy_port or free_port()
-    engine_url, proxy_url = f"http://127.0.0.1:{engine_port}", f"http://127.0.0.1:{proxy_port}"
+    proxy_port = proxy_port or free_port()
+    proxy_url = f"http://127.0.0.1:{proxy_port}"
     token = secrets.token_hex(16)
-    engine_log, serve_log = out / "engine.log", out / "serve.log"
+    serve_log = out / "serve.log"
     env = {**os.environ, "POLAR_CONTROL_TOKEN": "", "HF_HUB_OFFLINE": "1"}
     node = shutil.which("node")
     if node is None:
         raise StackError("node (>= 22.18) must be on PATH for polar serve")
-    engine: subprocess.Popen[bytes] | None = None
     serve: subprocess.Popen[bytes] | None = None
     watchdog = Watchdog()
     try:
-        # Prefix caching off (the default extra args): no KV block computed by older weights
-        # serves a request after a sync.
-        engine = spawn(["bash", str(root / "scripts" / "engine.sh"), "serve", "--port", str(engine_port),
-                        "--model-dir", str(model_dir), "--preset", preset, "--", *engine_args, "--seed", str(seed)],
-                       engine_log, cwd=root, env=env)  # fmt: skip
-        watchdog.guard(engine.pid)
-        wait_healthy(f"{engine_url}/health", engine, engine_log, engine_timeout_s)
-        # --out: the store, logs and sessions go under the experiment's folder, never the checkout.
-        # scripts/engine.sh starts vLLM with processed logprobs (after temperature, top-k, top-p);
-        # captures must say so, or a run sampling at any temperature but 1 is refused as raw.
-        serve = spawn([node, str(root / "bin" / "polar.js"), "serve", "--upstream", engine_url, "--port", str(proxy_port),
-                       "--logprobs-mode", "processed_logprobs", "--out", str(out), "--control-token", token,
-                       "--run", str(run)],
-                      serve_log, cwd=root, env=env)  # fmt: skip
-        watchdog.guard(serve.pid)
-        wait_healthy(f"{proxy_url}/healthz", serve, serve_log, 60)
-        yield Stack(engine_url, proxy_url, token, model_dir, out / "store", engine_log, serve_log)
+        # The engine is stopped after polar serve: leaving this block stops the inner one first.
+        with engine_only(out, model_dir, root=root, seed=seed, preset=preset, engine_port=engine_port,
+                         engine_timeout_s=engine_timeout_s, engine_args=engine_args,
+                         watchdog=watchdog) as engine_url:  # fmt: skip
+            try:
+                # --out: the store, logs and sessions go under the experiment's folder, never the checkout.
+                # scripts/engine.sh starts vLLM with processed logprobs (after temperature, top-k, top-p);
+                # captures must say so, or a run sampling at any temperature but 1 is refused as raw.
+                serve = spawn([node, str(root / "bin" / "polar.js"), "serve", "--upstream", engine_url,
+                               "--port", str(proxy_port), "--logprobs-mode", "processed_logprobs", "--out", str(out),
+                               "--control-token", token, "--run", str(run)],
+                              serve_log, cwd=root, env=env)  # fmt: skip
+                watchdog.guard(serve.pid)
+                wait_healthy(f"{proxy_url}/healthz", serve, serve_log, 60)
+                yield Stack(engine_url, proxy_url, token, model_dir, out / "store", out / "engine.log", serve_log)
+            finally:
+                # polar serve first (SIGINT: it cancels its sessions and stops its runner), then the engine.
+                stop(serve, signal.SIGINT)
     finally:
-        # polar serve first (SIGINT: it cancels its sessions and stops its runner), then the engine.
-        stop(serve, signal.SIGINT)
-        stop(engine, signal.SIGTERM)
         watchdog.release()
