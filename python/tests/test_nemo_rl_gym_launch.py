@@ -37,6 +37,11 @@ from polar_rollouts.client import ControlClient
 from polar_rollouts.nemo_gym_root import AGENT_DIR, CONFIG_PATH
 
 AGENT_TOKEN = "ng-run-agent-token"
+# NeMo RL's generation config (policy.generation): its server refuses a chat call sampled any other
+# way (support/nemo_rl_engine.py), and _prepare_nemo_gym_rows stamps the train profile on each row.
+TRAIN_SAMPLING = (0.9, 0.95)
+VAL_SAMPLING = (0.6, 1.0)
+STAMPED = {"temperature": TRAIN_SAMPLING[0], "top_p": TRAIN_SAMPLING[1]}
 # Two alternatives (docs/dry-run-policy.md): sample 0 writes hi, sample 1 writes bye; the judge
 # passes only hi, so one Polar task of both samples scores [1, 0].
 TWO_WAYS = "Create hello.txt containing hi.\n\n```polar-script\nshell: echo hi > hello.txt\nsay: Done.\n---\nshell: echo bye > hello.txt\nsay: Done.\n```\n"
@@ -55,9 +60,16 @@ def sampler() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def engine(sampler: str) -> Iterator[str]:
-    """The trainer's engine as Polar sees it: NeMo RL's server's routes only, no GET /health."""
-    with nemo_rl_shaped(sampler) as url:
+def refused() -> list[str]:
+    """The chat calls the trainer's engine refused as off-policy, with the reason."""
+    return []
+
+
+@pytest.fixture(scope="module")
+def engine(sampler: str, refused: list[str]) -> Iterator[str]:
+    """The trainer's engine as Polar sees it: NeMo RL's server's routes only, no GET /health, and
+    its on-policy sampling check."""
+    with nemo_rl_shaped(sampler, TRAIN_SAMPLING, VAL_SAMPLING, refused) as url:
         yield url
 
 
@@ -158,7 +170,7 @@ def engine_calls(sampler: str) -> int:
 
 
 def test_ng_run_starts_polars_agent_from_config_only_and_a_group_is_collected(
-    nemo_gym: Path, engine: str, sampler: str, serve: dict[str, Any], tmp_path: Path
+    nemo_gym: Path, engine: str, sampler: str, refused: list[str], serve: dict[str, Any], tmp_path: Path
 ) -> None:
     control = ControlClient(serve["proxy_url"], serve["token"])
     dry_run = [r["url"] for r in control.replicas()]
@@ -190,7 +202,7 @@ def test_ng_run_starts_polars_agent_from_config_only_and_a_group_is_collected(
 
         out = tmp_path / "out"
         out.mkdir()
-        rows = [{"responses_create_params": {"input": TWO_WAYS}, "task_id": "hello"}]
+        rows = [{"responses_create_params": {"input": TWO_WAYS, **STAMPED}, "task_id": "hello"}]
         (out / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         done = subprocess.run(
             [
@@ -211,6 +223,8 @@ def test_ng_run_starts_polars_agent_from_config_only_and_a_group_is_collected(
             timeout=120,
         )
         assert done.returncode == 0, (done.stdout + done.stderr)[-3000:] + run.output()[-3000:]
+        # Every call carried the trainer's sampling, whatever the harness sent.
+        assert refused == []
         rollouts = [json.loads(line) for line in (out / "rollouts.jsonl").read_text().splitlines() if line.strip()]
         assert len(rollouts) == 2, rollouts
         assert sorted(r["reward"] for r in rollouts) == [0.0, 1.0]
@@ -248,7 +262,7 @@ def documented_nemo_rl_config(tmp_path: Path) -> dict[str, Any]:
 
 
 def test_nemo_rls_own_nemo_gym_environment_starts_polars_agent_from_config_only(
-    nemo_gym: Path, engine: str, sampler: str, serve: dict[str, Any], tmp_path: Path
+    nemo_gym: Path, engine: str, sampler: str, refused: list[str], serve: dict[str, Any], tmp_path: Path
 ) -> None:
     """NeMo RL's `should_use_nemo_gym` and `NemoGym._spinup` (from the checkout;
     support/nemo_rl_gym_driver.py says what of it runs) on the config docs/trainers.md gives, then
@@ -264,7 +278,7 @@ def test_nemo_rls_own_nemo_gym_environment_starts_polars_agent_from_config_only(
         # One prompt, grpo.num_generations_per_prompt = 2, as _prepare_nemo_gym_rows leaves them.
         "rows": [
             {
-                "responses_create_params": {"input": TWO_WAYS, "temperature": 1.0, "top_p": 1.0, "max_output_tokens": 512},
+                "responses_create_params": {"input": TWO_WAYS, **STAMPED, "max_output_tokens": 512},
                 "agent_ref": {"name": "polar_agent"},
                 "_rowidx": i,
             }
@@ -283,6 +297,7 @@ def test_nemo_rls_own_nemo_gym_environment_starts_polars_agent_from_config_only(
         )
         output = done.stdout + done.stderr
         assert done.returncode == 0, output[-5000:]
+        assert refused == []
         assert f"Polar routes to the policy ['{engine}']" in output
         found = re.search(r"^RESULTS (.*)$", done.stdout, re.M)
         assert found, output[-5000:]

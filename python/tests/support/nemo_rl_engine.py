@@ -2,7 +2,12 @@
 `nemo_rl/models/generation/vllm/vllm_worker_async.py`, `_setup_vllm_server`): a FastAPI app with
 `POST /v1/chat/completions` and `POST /tokenize` and FastAPI's own docs routes, so no `GET /health`
 (404), and 405 for another method on a route it has. The two POST routes are sampled by a dry-run
-policy behind it. Written from that behaviour, not from its code."""
+policy behind it. Written from that behaviour, not from its code.
+
+Its chat route also refuses what NeMo RL's on-policy check refuses (the asserts before
+`create_chat_completion` in `_setup_vllm_server`'s chat handler): a `top_k` other than unset or -1,
+an unset `top_p`, or a (temperature, top_p) that is neither the run's train nor its validation
+profile. An assert there is an unhandled error, so the answer is a 500."""
 
 from __future__ import annotations
 
@@ -19,9 +24,26 @@ GETS = frozenset({"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
 HOP_BY_HOP = frozenset({"host", "content-length", "connection", "keep-alive", "transfer-encoding"})
 
 
+# (temperature, top_p) of NeMo RL's generation config: the train profile and the validation one.
+Profile = tuple[float, float]
+
+
+def off_policy(request: dict[str, object], train: Profile, val: Profile) -> str | None:
+    """Why NeMo RL's server would refuse this chat request's sampling, or None."""
+    if request.get("top_k") not in (None, -1):
+        return f"Top k sampling parameter must be unset, empty, or -1. Got `{request.get('top_k')}`"
+    if request.get("top_p") is None:
+        return "top_p must be set explicitly on NeMo-RL requests"
+    asked = (request.get("temperature", 1.0), request["top_p"])
+    if asked not in (train, val):
+        return f"request sampling {asked} matches neither the train sampling params {train} nor the validation ones {val}"
+    return None
+
+
 @contextmanager
-def nemo_rl_shaped(policy_url: str) -> Iterator[str]:
-    """Yields the base URL of a NeMo RL-shaped server in front of ``policy_url``."""
+def nemo_rl_shaped(policy_url: str, train: Profile, val: Profile, refused: list[str]) -> Iterator[str]:
+    """Yields the base URL of a NeMo RL-shaped server in front of ``policy_url``, serving the
+    ``train`` and ``val`` sampling profiles; each chat call it refuses adds its reason to ``refused``."""
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -43,6 +65,11 @@ def nemo_rl_shaped(policy_url: str) -> Iterator[str]:
             body = self.rfile.read(int(self.headers.get("content-length") or 0))
             if self.route() not in POSTS:
                 return self.refuse()
+            if self.route() == "/v1/chat/completions":
+                why = off_policy(json.loads(body or b"{}"), train, val)
+                if why:
+                    refused.append(why)
+                    return self.answer(500, b"Internal Server Error", "text/plain; charset=utf-8")
             # Every header as sent (the proxy's session header among them: a real engine ignores it,
             # the dry-run policy picks its script alternative by it), bar the connection's own.
             headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
