@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
@@ -6,6 +7,10 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     exclude: ["**/node_modules/**", "**/.wrangler/**"],
     pool: "forks",
+    // Most files wait on child processes (harnesses, engines, servers), not on this one's CPU: on
+    // 2 cores Vitest's default (one worker fewer than the cores) ran the suite one file at a time,
+    // 22-25 min; three workers took 15.9 min with every test passing (BENCHMARKS.md "The suite").
+    maxWorkers: Math.max(availableParallelism() - 1, 3),
     testTimeout: 30_000,
     hookTimeout: 120_000,
     // Stops the real engines (vLLM) test files started, once, at the end of the run.
