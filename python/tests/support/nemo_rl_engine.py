@@ -34,7 +34,7 @@ def off_policy(request: dict[str, object], train: Profile, val: Profile) -> str 
         return f"Top k sampling parameter must be unset, empty, or -1. Got `{request.get('top_k')}`"
     if request.get("top_p") is None:
         return "top_p must be set explicitly on NeMo-RL requests"
-    asked = (request.get("temperature", 1.0), request["top_p"])
+    asked = (request.get("temperature"), request["top_p"])  # vLLM leaves an unset temperature None
     if asked not in (train, val):
         return f"request sampling {asked} matches neither the train sampling params {train} nor the validation ones {val}"
     return None
