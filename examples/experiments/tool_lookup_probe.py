@@ -34,6 +34,13 @@ def shipped() -> list[dict[str, str]]:
             {"role": "user", "content": INSTANCE_TEMPLATE.replace("{{task}}", TASK)}]  # fmt: skip
 
 
+def own_command_as_example() -> list[dict[str, str]]:
+    """The shipped prompt with its example command (``cat data/x.cfg``, which the model copies as
+    it stands) replaced by this task's own: an easier task, the first step handed over."""
+    return [{"role": "system", "content": SYSTEM_TEMPLATE},
+            {"role": "user", "content": INSTANCE_TEMPLATE.replace("{{task}}", TASK).replace("cat data/x.cfg", READ)}]  # fmt: skip
+
+
 def exact_command() -> list[dict[str, str]]:
     return [{"role": "system", "content": SYSTEM_TEMPLATE},
             {"role": "user", "content": f"{TASK}\n\nFirst reply with exactly:\n```bash\n{READ}\n```"}]  # fmt: skip
@@ -56,7 +63,8 @@ def two_shot_turns() -> list[dict[str, str]]:
     return msgs + [{"role": "user", "content": TASK}]
 
 
-VARIANTS = {"shipped prompt": shipped, "exact command given": exact_command, "worked example in the prompt": worked_example,
+VARIANTS = {"shipped prompt": shipped, "the task's own command as the example": own_command_as_example,
+            "exact command given": exact_command, "worked example in the prompt": worked_example,
             "two solved tasks as chat turns": two_shot_turns}  # fmt: skip
 
 
