@@ -20,13 +20,14 @@ import re
 import urllib.request
 from typing import Any
 
-from tool_lookup_tasks import INSTANCE_TEMPLATE, SYSTEM_TEMPLATE
+from tool_lookup_tasks import ACTION_REGEX, INSTANCE_TEMPLATE, SYSTEM_TEMPLATE
 
 TASK = "Look up timeout in settings/server.cfg and write its value, and nothing else, to answer.txt."
 READ = "cat settings/server.cfg"
 OBSERVATION = "<returncode>0</returncode>\n<output>\nmode = beta\ntimeout = 48213\nowner = gamma\n</output>"
 WRITE = re.compile(r'echo "?48213"? > answer\.txt')
-BLOCK = re.compile(r"```(?:bash|sh|shell|mswea_bash_command)?[ \t]*\n(.*?)\n```", re.S)
+# The harness's own action pattern (the tasks' mini-swe-agent config): what it would run.
+BLOCK = re.compile(ACTION_REGEX, re.S)
 
 
 def shipped() -> list[dict[str, str]]:

@@ -20,7 +20,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-BLOCK = re.compile(r"```(?:bash|sh|shell|mswea_bash_command)?[ \t]*\n(.*?)\n```", re.S)
+from tool_lookup_tasks import ACTION_REGEX
+
+# The harness's own action pattern (the tasks' mini-swe-agent config): what it would run.
+BLOCK = re.compile(ACTION_REGEX, re.S)
 NAMED_FILE = re.compile(r"\b([\w-]+/[\w.-]+\.\w+)\b")
 SHOWN_VALUE = re.compile(r"=\s*(\d{4,6})\b")
 
