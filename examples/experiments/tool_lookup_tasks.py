@@ -18,7 +18,10 @@ message before the next model call; every later call is spliced token-in-token-o
 (``agent.token_in_token_out``), so the tool output sits in the sample as context (loss mask 0),
 never trained.
 
-Writes DIR/train.jsonl and DIR/held-out.jsonl (default: this script's folder, tool-lookup/).
+Writes DIR/train.jsonl, DIR/held-out.jsonl and DIR/demonstrations.jsonl (default: this script's
+folder, tool-lookup/). The demonstrations (``[warmup]`` in the experiment file, docs/experiments.md)
+are solved sessions of tasks of a third pool, sharing no file or key with the training or held-out
+tasks: read the file, write the value it showed, submit.
 """
 
 from __future__ import annotations
@@ -49,6 +52,15 @@ HELD_OUT = {
         "Which value does {file} give for {key}? Put only that value into answer.txt.",
         "Read {key} from {file}; answer.txt must contain its value alone.",
     ],
+}
+# Demonstrations for `[warmup]` come from a third pool: no file or key of a training or held-out
+# task. Demonstrating the training tasks' own files solved every training session (reward 1.0 in
+# all 16 of a step, so no group had spread) while held-out stayed at 6 of 16; here RL trains on
+# files never demonstrated, which is what held-out asks too.
+DEMO = {
+    "files": ["app/settings.ini", "srv/daemon.conf", "run/job.cfg", "misc/tool.conf"],
+    "keys": ["width", "height", "ratio", "delay", "version"],
+    "templates": TRAIN["templates"],
 }
 # Keys that fill the rest of each file, so the value is one line among several.
 FILLER = ["name", "mode", "level", "region", "owner"]
@@ -99,10 +111,43 @@ def values(rng: random.Random, n: int, taken: set[int]) -> list[int]:
     return out
 
 
-def task(task_id: str, instruction: str, file: str, key: str, value: int, rng: random.Random, *,
-         max_tokens: int, step_limit: int, runtime: str) -> dict[str, Any]:  # fmt: skip
+def file_lines(key: str, value: int, rng: random.Random) -> list[str]:
     lines = [f"{k} = {rng.choice(['alpha', 'beta', 'gamma', 'delta'])}" for k in rng.sample(FILLER, 3)]
     lines.insert(rng.randrange(len(lines) + 1), f"{key} = {value}")
+    return lines
+
+
+def observation(output: str) -> str:
+    """A command's result as mini-swe-agent shows it (mini_textbased.yaml's observation_template)."""
+    return f"<returncode>0</returncode>\n<output>\n{output}</output>"
+
+
+def demonstrations(t: dict[str, Any], lines: list[str]) -> list[dict[str, Any]]:
+    """A solved session of task ``t`` as the ``[warmup]`` rows (TRL's prompt-completion), one per
+    model call: read the file, write the value it showed, submit. The prompts are the ones
+    mini-swe-agent sends with this task's settings."""
+    agent = t["agent"]["settings"]["config"]["agent"]
+    file, value = t["metadata"]["file"], lines_value(lines, t["metadata"]["key"])
+    turns = [(f"cat {file}", "\n".join(lines) + "\n"), (f"echo {value} > answer.txt", ""),
+             ("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", None)]  # fmt: skip
+    history = [{"role": "system", "content": agent["system_template"]},
+               {"role": "user", "content": agent["instance_template"].replace("{{task}}", t["instruction"])}]  # fmt: skip
+    rows = []
+    for command, output in turns:
+        reply = {"role": "assistant", "content": f"```bash\n{command}\n```"}
+        rows.append({"prompt": list(history), "completion": [reply]})
+        if output is not None:
+            history += [reply, {"role": "user", "content": observation(output)}]
+    return rows
+
+
+def lines_value(lines: list[str], key: str) -> str:
+    return next(line.split(" = ", 1)[1] for line in lines if line.startswith(f"{key} = "))
+
+
+def task(task_id: str, instruction: str, file: str, key: str, lines: list[str], *,
+         max_tokens: int, step_limit: int, runtime: str) -> dict[str, Any]:  # fmt: skip
+    value = lines_value(lines, key)
     folder = file.rsplit("/", 1)[0]
     write = f"mkdir -p {shlex.quote(folder)} && printf '%s\\n' {' '.join(shlex.quote(l) for l in lines)} > {shlex.quote(file)}"
     return {
@@ -135,18 +180,24 @@ def task(task_id: str, instruction: str, file: str, key: str, value: int, rng: r
     }
 
 
-def generate(n_train: int, n_held: int, seed: int, *, max_tokens: int = 96, step_limit: int = 4,
-             runtime: str = "bwrap") -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:  # fmt: skip
+def generate(n_train: int, n_held: int, seed: int, *, n_demo: int = 16, max_tokens: int = 96, step_limit: int = 4,
+             runtime: str = "bwrap") -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:  # fmt: skip
+    """Training tasks, held-out tasks, and the demonstration rows of ``n_demo`` solved tasks of the
+    DEMO pool (drawn last, so the other two do not depend on ``n_demo``)."""
     rng = random.Random(seed)
     taken: set[int] = set()
     sides = []
-    for prefix, pool, n in (("lookup", TRAIN, n_train), ("heldout-lookup", HELD_OUT, n_held)):
+    contents: list[list[str]] = []
+    for prefix, pool, n in (("lookup", TRAIN, n_train), ("heldout-lookup", HELD_OUT, n_held), ("demo-lookup", DEMO, n_demo)):
         tasks = []
         for i, value in enumerate(values(rng, n, taken)):
             file, key, template = rng.choice(pool["files"]), rng.choice(pool["keys"]), rng.choice(pool["templates"])
             instruction = template.format(file=file, key=key)
-            tasks.append(task(f"{prefix}-{i}", instruction, file, key, value, rng,
+            lines = file_lines(key, value, rng)
+            tasks.append(task(f"{prefix}-{i}", instruction, file, key, lines,
                               max_tokens=max_tokens, step_limit=step_limit, runtime=runtime))  # fmt: skip
+            if pool is DEMO:
+                contents.append(lines)
         sides.append(tasks)
     # TRL's plug-in matches a prompt to its task by instruction: one task per instruction.
     for tasks in sides:
@@ -155,7 +206,8 @@ def generate(n_train: int, n_held: int, seed: int, *, max_tokens: int = 96, step
             seen[t["instruction"]] = seen.get(t["instruction"], 0) + 1
             if seen[t["instruction"]] > 1:
                 t["instruction"] += f" (task {seen[t['instruction']]})"
-    return sides[0], sides[1]
+    demos = [row for t, lines in zip(sides[2], contents) for row in demonstrations(t, lines)]
+    return sides[0], sides[1], demos
 
 
 def main() -> None:
@@ -166,13 +218,16 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=96, help="tokens per model call")
     ap.add_argument("--step-limit", type=int, default=4, help="model calls per session at most")
     ap.add_argument("--runtime", default="bwrap")
+    ap.add_argument("--demonstrations", type=int, default=16,
+                    help="solved sessions of N tasks sharing no file or key with the others, for [warmup] (3 rows each)")
     ap.add_argument("--out", type=Path, default=HERE / "tool-lookup")
     a = ap.parse_args()
-    train, held = generate(a.train, a.held_out, a.seed, max_tokens=a.max_tokens, step_limit=a.step_limit, runtime=a.runtime)
+    train, held, demos = generate(a.train, a.held_out, a.seed, n_demo=a.demonstrations, max_tokens=a.max_tokens,
+                                  step_limit=a.step_limit, runtime=a.runtime)  # fmt: skip
     a.out.mkdir(parents=True, exist_ok=True)
-    for name, tasks in (("train.jsonl", train), ("held-out.jsonl", held)):
-        (a.out / name).write_text("".join(json.dumps(t) + "\n" for t in tasks))
-    print(f"{len(train)} training and {len(held)} held-out tasks in {a.out}")
+    for name, rows in (("train.jsonl", train), ("held-out.jsonl", held), ("demonstrations.jsonl", demos)):
+        (a.out / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    print(f"{len(train)} training and {len(held)} held-out tasks, {len(demos)} demonstration rows in {a.out}")
 
 
 if __name__ == "__main__":

@@ -83,6 +83,42 @@ def test_a_wrong_file_is_refused_naming_the_key(tmp_path: Path, change: tuple[st
     assert message in str(err.value)
 
 
+DEMO = {"prompt": [{"role": "system", "content": "s"}, {"role": "user", "content": "Look up x in a.cfg"}],
+        "completion": [{"role": "assistant", "content": "```bash\ncat a.cfg\n```"}]}
+
+
+def test_warmup_is_optional_and_its_demonstrations_are_checked_before_anything_starts(tmp_path: Path) -> None:
+    assert load(write(tmp_path, MINIMAL)).warmup is None
+    demos = tmp_path / "demos.jsonl"
+    demos.write_text(json.dumps(DEMO) + "\n")
+    exp = load(write(tmp_path, MINIMAL + '[warmup]\ndemonstrations = "demos.jsonl"\nepochs = 2\n'))
+    assert exp.warmup is not None and exp.warmup.demonstrations == demos
+    assert (exp.warmup.epochs, exp.warmup.learning_rate, exp.warmup.batch_size) == (2, 5e-5, 8)
+    bad = {
+        # TRL's messages format, a typo in a key: it would train on nothing, or on the wrong tokens
+        json.dumps({**DEMO, "completions": DEMO["completion"]}): "got ['completion', 'completions', 'prompt']",
+        json.dumps({**DEMO, "completion": [{"role": "user", "content": "x"}]}): "completion[0].role is 'user'",
+        json.dumps({**DEMO, "prompt": [{"role": "user", "content": "x", "name": "n"}]}): "prompt[0] must be",
+        json.dumps({**DEMO, "prompt": []}): "prompt must be a non-empty array",
+        "{not json": "not JSON",
+    }
+    for line, message in bad.items():
+        demos.write_text(json.dumps(DEMO) + "\n" + line + "\n")
+        with pytest.raises(ConfigError) as err:
+            load(write(tmp_path, MINIMAL + '[warmup]\ndemonstrations = "demos.jsonl"\n'))
+        assert "demos.jsonl:2: " in str(err.value) and message in str(err.value), str(err.value)
+    demos.write_text(json.dumps(DEMO) + "\n")
+    for extra, message in (("epoch = 2", 'warmup.epoch: unknown key (did you mean "epochs"?)'),
+                           ("epochs = 0", "warmup.epochs must be at least 1"),
+                           ("learning_rate = 0", "warmup.learning_rate must be > 0")):  # fmt: skip
+        with pytest.raises(ConfigError, match=message.replace("(", "\\(").replace(")", "\\)").replace("?", "\\?")):
+            load(write(tmp_path, MINIMAL + f'[warmup]\ndemonstrations = "demos.jsonl"\n{extra}\n'))
+    with pytest.raises(ConfigError, match="warmup.demonstrations is required"):
+        load(write(tmp_path, MINIMAL + "[warmup]\nepochs = 1\n"))
+    with pytest.raises(ConfigError, match="warmup.demonstrations: no file"):
+        load(write(tmp_path, MINIMAL + '[warmup]\ndemonstrations = "nope.jsonl"\n'))
+
+
 def test_trainer_args_are_checked_against_grpo_config_fields() -> None:
     fields = ["num_generations", "learning_rate", "temperature", "output_dir"]
     check_trainer_args("f", {"learning_rate": 1e-5}, fields)
@@ -245,6 +281,39 @@ def test_short_answer_toml_keeps_the_settings_of_the_measured_runs(tmp_path: Pat
     assert (got.lr_scheduler_type, got.beta, got.use_cpu) == ("constant", 0.0, True)
 
 
+def test_tool_lookup_demonstrations_solve_their_tasks_and_share_nothing_with_training_or_held_out(tmp_path: Path) -> None:
+    """The shipped tool-lookup.toml's [warmup] file: each demonstrated session reads its file and
+    writes the value that file holds; no demonstrated file, key or value is a training or held-out
+    task's (the warm-up teaches the form, RL and held-out ask for files it never showed)."""
+    import re
+
+    subprocess.run([sys.executable, str(ROOT / "examples" / "experiments" / "tool_lookup_tasks.py"), "--out", str(tmp_path)],
+                   check=True, capture_output=True)  # fmt: skip
+    shipped = (ROOT / "examples" / "experiments" / "tool-lookup.toml").read_text()
+    config = tmp_path / "exp.toml"
+    config.write_text(shipped.replace('"tool-lookup/', f'"{tmp_path}/'))
+    exp = load(config)
+    assert exp.warmup is not None and exp.warmup.demonstrations == tmp_path / "demonstrations.jsonl"
+    rows = [json.loads(line) for line in exp.warmup.demonstrations.read_text().splitlines()]
+    assert len(rows) == 48
+    tasks = [json.loads(line) for name in ("train.jsonl", "held-out.jsonl") for line in (tmp_path / name).read_text().splitlines()]
+    files = {t["metadata"]["file"] for t in tasks}
+    keys = {t["metadata"]["key"] for t in tasks}
+    values = {re.search(r"= (\d+)$", t["evaluator"]["config"]["command"]).group(1) for t in tasks}  # type: ignore[union-attr]
+    for read, write, submit in zip(rows[0::3], rows[1::3], rows[2::3]):
+        file = re.fullmatch(r"```bash\ncat (\S+)\n```", read["completion"][0]["content"]).group(1)  # type: ignore[union-attr]
+        shown = write["prompt"][-1]["content"]
+        value = re.fullmatch(r"```bash\necho (\d+) > answer.txt\n```", write["completion"][0]["content"]).group(1)  # type: ignore[union-attr]
+        key = next(k for k, v in re.findall(r"(\w+) = (\w+)", shown) if v == value)
+        assert file in read["prompt"][1]["content"] and key in read["prompt"][1]["content"], read
+        assert shown.startswith("<returncode>0</returncode>\n<output>\n") and f"{key} = {value}" in shown
+        assert file not in files and key not in keys and value not in values, (file, key, value)
+        assert submit["completion"][0]["content"] == "```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
+        # One session: each call's prompt is the last one's, its reply and the command's output.
+        assert write["prompt"][:-1] == read["prompt"] + read["completion"]
+        assert submit["prompt"] == write["prompt"] + write["completion"] + [{"role": "user", "content": "<returncode>0</returncode>\n<output>\n</output>"}]
+
+
 def test_a_version_the_engine_did_not_report_is_a_failed_check(tmp_path: Path) -> None:
     """The engine's version, or the trainer's with the reason the engine's read missed, is
     evidence of the weights that sampled a call; the proxy's own, or the trainer's with no reason,
@@ -274,7 +343,8 @@ def test_a_version_the_engine_did_not_report_is_a_failed_check(tmp_path: Path) -
 
 @needs_engine_lane
 def test_two_steps_of_the_tool_lookup_experiment_on_smollm2(tmp_path: Path) -> None:
-    """The shipped tool-lookup experiment, shrunk: 2 steps of 1 group of 2 sessions, 1 held-out
+    """The shipped tool-lookup experiment, shrunk: its warm-up on 2 demonstrated tasks,
+    then 2 steps of 1 group of 2 sessions, 1 held-out
     task before and after, at most 2 model calls of 24 tokens a session. The action pattern is
     widened to the whole reply so every first reply runs as a command (SmolLM2 writes a well-formed
     block in about 1 reply of 4, docs/experiments.md): the test needs a tool result every time."""
@@ -284,7 +354,8 @@ def test_two_steps_of_the_tool_lookup_experiment_on_smollm2(tmp_path: Path) -> N
 
     tasks = tmp_path / "tasks"
     subprocess.run([sys.executable, str(ROOT / "examples" / "experiments" / "tool_lookup_tasks.py"), "--train", "2",
-                    "--held-out", "1", "--max-tokens", "24", "--step-limit", "2", "--out", str(tasks)], check=True)  # fmt: skip
+                    "--held-out", "1", "--demonstrations", "2", "--max-tokens", "24", "--step-limit", "2", "--out", str(tasks)],
+                   check=True)  # fmt: skip
     for name in ("train.jsonl", "held-out.jsonl"):
         rows = [json.loads(line) for line in (tasks / name).read_text().splitlines()]
         for row in rows:
@@ -295,6 +366,7 @@ def test_two_steps_of_the_tool_lookup_experiment_on_smollm2(tmp_path: Path) -> N
     config.write_text(
         shipped.replace('"tool-lookup/train.jsonl"', f'"{tasks}/train.jsonl"')
         .replace('"tool-lookup/held-out.jsonl"', f'"{tasks}/held-out.jsonl"')
+        .replace('"tool-lookup/demonstrations.jsonl"', f'"{tasks}/demonstrations.jsonl"')
         .replace("per_device_train_batch_size = 16", "per_device_train_batch_size = 2")
         .replace("num_generations = 8", "num_generations = 2")
         .replace("every = 5", "every = 2")
@@ -326,6 +398,9 @@ def test_two_steps_of_the_tool_lookup_experiment_on_smollm2(tmp_path: Path) -> N
     summary = json.loads((out / "summary.json").read_text())
     assert summary["problems"] == [] and summary["steps"] == 2
     assert summary["heldout_before"] == evals[0]["heldout_success"]
+    # [warmup] ran before the engine started: 2 demonstrated tasks, 6 rows, one step of 8.
+    assert summary["warmup"]["demonstrations"] == 6 and summary["warmup"]["optimizer_steps"] == 1, summary
+    assert summary["warmup"]["loss_first"] is not None
     assert (out / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "checkpoints" / "checkpoint-2").is_dir()
 

@@ -1,6 +1,7 @@
 """python -m polar_rollouts.experiment CONFIG.toml [--out DIR] [--seed N] [--resume] [--check]
 
-Runs one experiment from its file (docs/experiments.md): prepares the shared checkpoint folder,
+Runs one experiment from its file (docs/experiments.md): prepares the shared checkpoint folder
+(fine-tuned first on `[warmup]` demonstrations, when the file has them),
 starts the engine and `polar serve`, trains, evaluates the held-out tasks, and writes
 OUT/curve.jsonl, OUT/curve.png and OUT/summary.json. Exits 1 when a faithfulness check failed,
 2 on a bad file. Also installed as `polar-train`.
@@ -76,7 +77,7 @@ def run(exp: Experiment, resume: bool) -> int:
     if resume and checkpoint is None:
         log(f"experiment: nothing to resume in {out / 'checkpoints'}; starting at step 0")
     if checkpoint is None:
-        for stale in ("store", "checkpoints", "curve.jsonl", "curve.png", "summary.json"):
+        for stale in ("store", "checkpoints", "curve.jsonl", "curve.png", "summary.json", "warmup", "warmup.json"):
             target = out / stale
             if target.is_dir():
                 shutil.rmtree(target)
@@ -94,6 +95,13 @@ def run(exp: Experiment, resume: bool) -> int:
     # trainer loads the checkpoint's, and pushes them (version = the checkpoint's step) before any
     # rollout.
     model_dir = prepare_model_dir(source, exp.model.checkpoint_dir or out / "model", log=log)
+    if exp.warmup is not None and checkpoint is None:
+        from .warmup import warm_up
+
+        record = warm_up(str(exp.source), exp.warmup, model_dir, out, exp.seed, log)
+        (out / "warmup.json").write_text(json.dumps(record, indent=2) + "\n")
+    elif exp.warmup is not None:
+        log("experiment: no warm-up on resume: the checkpoint's weights already hold it")
     with (out / "curve.jsonl").open("w") as curve:
         for r in rows_kept:
             curve.write(json.dumps(r) + "\n")
@@ -110,6 +118,8 @@ def run(exp: Experiment, resume: bool) -> int:
             extra = run_trl(exp, stack, curve, log, checkpoint, evaluated, started=t_start)
     extra["capture_versions"], wrong = capture_versions(out / "store")
     extra["problems"] = extra.get("problems", []) + wrong
+    if (out / "warmup.json").exists():
+        extra["warmup"] = json.loads((out / "warmup.json").read_text())
     rows = read_curve(out / "curve.jsonl")
     s = summary(exp.name, exp.seed, rows, time.monotonic() - t_start, extra)
     (out / "summary.json").write_text(json.dumps(s, indent=2) + "\n")

@@ -80,6 +80,14 @@ class ChecksConfig:
 
 
 @dataclass(frozen=True)
+class WarmupConfig:
+    demonstrations: Path
+    epochs: int
+    learning_rate: float
+    batch_size: int
+
+
+@dataclass(frozen=True)
 class Experiment:
     source: Path
     name: str
@@ -94,6 +102,7 @@ class Experiment:
     budget: BudgetConfig
     rewards: RewardsConfig
     checks: ChecksConfig
+    warmup: WarmupConfig | None = None
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
 
 
@@ -114,6 +123,7 @@ SCHEMA: dict[str, dict[str, tuple[tuple[type, ...], Any]]] = {
         "budget": ((dict,), {}),
         "rewards": ((dict,), {}),
         "checks": ((dict,), {}),
+        "warmup": ((dict,), None),
     },
     "model": {"preset": ((str,), None), "path": ((str,), None), "checkpoint_dir": ((str,), None)},
     "engine": {"port": ((int,), 0), "startup_timeout_s": (_NUM, 300), "extra_args": ((list,), [])},
@@ -124,7 +134,9 @@ SCHEMA: dict[str, dict[str, tuple[tuple[type, ...], Any]]] = {
     "budget": {"max_steps": ((int,), REQUIRED), "minutes": (_NUM, 60)},
     "rewards": {"process_weight": (_NUM, 0.0)},
     "checks": {"logprob_tolerance": (_NUM, 1e-3), "no_signal_steps": ((int,), 3)},
-}
+    "warmup": {"demonstrations": ((str,), REQUIRED), "epochs": ((int,), 1), "learning_rate": (_NUM, 5e-5),
+               "batch_size": ((int,), 8)},
+}  # fmt: skip
 
 
 def _did_you_mean(key: str, known: list[str]) -> str:
@@ -177,7 +189,8 @@ def load(path: str | Path, *, out: str | Path | None = None, seed: int | None = 
     if seed is not None:
         data["seed"] = seed
     top = _table(where, "", data)
-    t = {name: _table(where, name, top[name]) for name in SCHEMA if name}
+    # [warmup] is optional as a whole: absent, there is none; present, its own keys are checked.
+    t = {name: _table(where, name, top[name]) for name in SCHEMA if name and top[name] is not None}
     base = source.parent
 
     m = t["model"]
@@ -192,8 +205,9 @@ def load(path: str | Path, *, out: str | Path | None = None, seed: int | None = 
     if not all(isinstance(a, str) for a in extra):
         raise ConfigError(f"{where}: engine.extra_args must be an array of strings")
     for name, key, low in (("budget", "max_steps", 1), ("eval", "every", 1), ("eval", "generations", 1),
-                           ("serve", "run", 1), ("checks", "no_signal_steps", 1)):  # fmt: skip
-        if t[name][key] < low:
+                           ("serve", "run", 1), ("checks", "no_signal_steps", 1), ("warmup", "epochs", 1),
+                           ("warmup", "batch_size", 1)):  # fmt: skip
+        if name in t and t[name][key] < low:
             raise ConfigError(f"{where}: {name}.{key} must be at least {low}")
     if t["budget"]["minutes"] <= 0 or t["rewards"]["process_weight"] < 0:
         raise ConfigError(f"{where}: budget.minutes must be > 0 and rewards.process_weight >= 0")
@@ -202,6 +216,19 @@ def load(path: str | Path, *, out: str | Path | None = None, seed: int | None = 
     for label, p in (("tasks.train", train), ("tasks.held_out", held)):
         if p is not None and not p.is_file():
             raise ConfigError(f"{where}: {label}: no file {p} (generate it first? docs/experiments.md)")
+    warmup = None
+    if "warmup" in t:
+        from .warmup import read_demonstrations
+
+        demos = _path(base, t["warmup"]["demonstrations"])
+        assert demos is not None
+        if not demos.is_file():
+            raise ConfigError(f"{where}: warmup.demonstrations: no file {demos}")
+        if not t["warmup"]["learning_rate"] > 0:
+            raise ConfigError(f"{where}: warmup.learning_rate must be > 0")
+        read_demonstrations(where, demos)  # a bad row is refused before anything starts
+        w = t["warmup"]
+        warmup = WarmupConfig(demos, w["epochs"], float(w["learning_rate"]), w["batch_size"])
     out_dir = _path(base, top["out"])
     assert out_dir is not None and train is not None
     return Experiment(
@@ -218,6 +245,7 @@ def load(path: str | Path, *, out: str | Path | None = None, seed: int | None = 
         budget=BudgetConfig(t["budget"]["max_steps"], float(t["budget"]["minutes"])),
         rewards=RewardsConfig(float(t["rewards"]["process_weight"])),
         checks=ChecksConfig(float(t["checks"]["logprob_tolerance"]), t["checks"]["no_signal_steps"]),
+        warmup=warmup,
         raw=data,
     )
 

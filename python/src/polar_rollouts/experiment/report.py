@@ -42,6 +42,8 @@ def summary(name: str, seed: int, rows: list[dict[str, Any]], wall_s: float, ext
         "weight_sync_s_median": _median(extra.get("weight_sync_s", [])),
         "engine_busy_share_median": _median([r.get("engine_busy_share") for r in train]),
         "no_signal_steps": sum(bool(r.get("no_signal")) for r in train),
+        # [warmup]'s fine-tuning before step 0 (warmup.py); held-out "before" is after it
+        "warmup": extra.get("warmup"),
         # captures by who named their version (engine, trainer, unknown): capture_versions.py
         "capture_versions": extra.get("capture_versions", {}),
         "warnings": extra.get("warnings", []),
@@ -62,9 +64,11 @@ def plot(rows: list[dict[str, Any]], title: str, path: Path) -> bool:
     evals = [r for r in rows if r["kind"] == "eval"]
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
     if train:
-        nan = float("nan")  # a step where every session failed has no reward
-        ax.plot([r["step"] for r in train], [nan if r["reward"] is None else r["reward"] for r in train], "o-", color="tab:blue", ms=3,
-                label="train reward (mean over the step's sessions)")  # fmt: skip
+        # The outcome reward, not TRL's logged sum (outcome + process_weight x process, above 1).
+        # A step where every session failed has none.
+        outcome = [r.get("reward_mean", r["reward"]) for r in train]
+        ax.plot([r["step"] for r in train], [float("nan") if v is None else v for v in outcome], "o-", color="tab:blue", ms=3,
+                label="train outcome reward (mean over the step's sessions)")  # fmt: skip
     if evals:
         ax.plot([r["step"] for r in evals], [r["heldout_success"] for r in evals], "s-", color="tab:orange",
                 label="held-out success (share of sessions fully right)")  # fmt: skip
