@@ -300,18 +300,18 @@ def test_tool_lookup_demonstrations_solve_their_tasks_and_share_nothing_with_tra
     files = {t["metadata"]["file"] for t in tasks}
     keys = {t["metadata"]["key"] for t in tasks}
     values = {re.search(r"= (\d+)$", t["evaluator"]["config"]["command"]).group(1) for t in tasks}  # type: ignore[union-attr]
-    for read, write, submit in zip(rows[0::3], rows[1::3], rows[2::3]):
+    for read, written, submit in zip(rows[0::3], rows[1::3], rows[2::3]):
         file = re.fullmatch(r"```bash\ncat (\S+)\n```", read["completion"][0]["content"]).group(1)  # type: ignore[union-attr]
-        shown = write["prompt"][-1]["content"]
-        value = re.fullmatch(r"```bash\necho (\d+) > answer.txt\n```", write["completion"][0]["content"]).group(1)  # type: ignore[union-attr]
+        shown = written["prompt"][-1]["content"]
+        value = re.fullmatch(r"```bash\necho (\d+) > answer.txt\n```", written["completion"][0]["content"]).group(1)  # type: ignore[union-attr]
         key = next(k for k, v in re.findall(r"(\w+) = (\w+)", shown) if v == value)
         assert file in read["prompt"][1]["content"] and key in read["prompt"][1]["content"], read
         assert shown.startswith("<returncode>0</returncode>\n<output>\n") and f"{key} = {value}" in shown
         assert file not in files and key not in keys and value not in values, (file, key, value)
         assert submit["completion"][0]["content"] == "```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
         # One session: each call's prompt is the last one's, its reply and the command's output.
-        assert write["prompt"][:-1] == read["prompt"] + read["completion"]
-        assert submit["prompt"] == write["prompt"] + write["completion"] + [{"role": "user", "content": "<returncode>0</returncode>\n<output>\n</output>"}]
+        assert written["prompt"][:-1] == read["prompt"] + read["completion"]
+        assert submit["prompt"] == written["prompt"] + written["completion"] + [{"role": "user", "content": "<returncode>0</returncode>\n<output>\n</output>"}]
 
 
 def test_a_version_the_engine_did_not_report_is_a_failed_check(tmp_path: Path) -> None:
