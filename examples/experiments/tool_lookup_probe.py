@@ -20,11 +20,11 @@ import re
 import urllib.request
 from typing import Any
 
-from tool_lookup_tasks import ACTION_REGEX, INSTANCE_TEMPLATE, SYSTEM_TEMPLATE
+from tool_lookup_tasks import ACTION_REGEX, INSTANCE_TEMPLATE, SYSTEM_TEMPLATE, observation
 
 TASK = "Look up timeout in settings/server.cfg and write its value, and nothing else, to answer.txt."
 READ = "cat settings/server.cfg"
-OBSERVATION = "<returncode>0</returncode>\n<output>\nmode = beta\ntimeout = 48213\nowner = gamma\n</output>"
+OBSERVATION = observation("mode = beta\ntimeout = 48213\nowner = gamma\n")
 WRITE = re.compile(r'echo "?48213"? > answer\.txt')
 # The harness's own action pattern (the tasks' mini-swe-agent config): what it would run.
 BLOCK = re.compile(ACTION_REGEX, re.S)
