@@ -7,6 +7,7 @@ import { engineEnv } from "./container-engine.ts";
 import { dockerfileBytesRefusals, dockerfileRefusals } from "./dockerfile-policy.ts";
 import { checkedBases } from "./image-build-bases.ts";
 import { splitBuildContext } from "./image-build-ref.ts";
+import type { ExecResult } from "./runtime.ts";
 import { RuntimeSpecRefused } from "./runtime-spec-refused.ts";
 import { spawnGroup } from "./spawn-group.ts";
 
@@ -35,6 +36,13 @@ export interface BuiltImage {
 export const IMAGE_REPOSITORY = "localhost/polar-build";
 const DEFAULT_TIMEOUT_MS = 30 * 60_000;
 const LOG_TAIL_LINES = 30;
+/**
+ * Podman's build fails so when another process removes an image while the build's cache lookup
+ * reads its layers (`checking if cached image exists from a previous build: getting top layer
+ * info: layer not known`): a fault of the node, not of the task, and a rerun builds.
+ */
+const STORAGE_RACE = /layer not known/;
+const BUILD_ATTEMPTS = 3;
 
 /** Builds in flight in this process, by tag: concurrent sessions of a task wait for one build. */
 const inFlight = new Map<string, Promise<BuiltImage>>();
@@ -175,7 +183,9 @@ export async function buildImage(
         const ulimits = engine.runFlags.flatMap((f, i, all) =>
           f === "--ulimit" ? [f, all[i + 1] as string] : [],
         );
-        const res = await run(["build", ...ulimits, "--file", file, "--tag", ref, dir], timeoutMs);
+        const build = () => run(["build", ...ulimits, "--file", file, "--tag", ref, dir], timeoutMs);
+        let res = await build();
+        for (let attempt = 1; attempt < BUILD_ATTEMPTS && raced(res); attempt++) res = await build();
         if (res.exitCode !== 0 || res.timedOut) {
           const why = res.timedOut
             ? `ran past ${Math.round(timeoutMs / 1000)} s${own !== null && own <= opts.timeoutMs ? " (the task's build_timeout_sec)" : ""}`
@@ -198,6 +208,10 @@ export async function buildImage(
   } finally {
     inFlight.delete(ref);
   }
+}
+
+function raced(res: ExecResult): boolean {
+  return res.exitCode !== 0 && !res.timedOut && STORAGE_RACE.test(`${res.stdout}\n${res.stderr}`);
 }
 
 export { DEFAULT_TIMEOUT_MS };

@@ -162,7 +162,11 @@ describe.skipIf(problem !== null)("sessions flooding their proxy routes, beside 
     const charged = Math.floor((COUNT_LIMITS.tokens_per_minute * (1 + HOLD_MS / 60_000)) / COUNT_COST);
     expect(statuses["200"] ?? 0).toBeGreaterThan(0);
     expect(statuses["200"] ?? 0).toBeLessThanOrEqual(charged + COUNT_LIMITS.max_in_flight);
-    expect((statuses["429"] ?? 0) + (statuses.error ?? 0)).toBeGreaterThan(100);
+    // A flood, refused: several times the admitted counts (how many depends on the machine's load).
+    expect((statuses["429"] ?? 0) + (statuses.error ?? 0)).toBeGreaterThan(
+      4 * (charged + COUNT_LIMITS.max_in_flight),
+    );
+    for (const status of Object.keys(statuses)) expect(["200", "429", "error"]).toContain(status);
   });
 
   it("refused calls cost their size: one wave reaches the engine, the rest get 429, few captures", async () => {
@@ -172,9 +176,11 @@ describe.skipIf(problem !== null)("sessions flooding their proxy routes, beside 
     // Both workers' first calls were admitted before either was charged; none after.
     expect(statuses["400"] ?? 0).toBeLessThanOrEqual(2);
     // The rest refused before their bodies were parsed: 429, or (for some of these 900 KB bodies
-    // the proxy did not read) the connection closed under them.
+    // the proxy did not read) the connection closed under them. How many calls two workers get
+    // through in HOLD_MS depends on the machine's load (19 in one CI run), so what is
+    // held is that every one past the admitted ones was refused.
     expect(statuses["429"] ?? 0).toBeGreaterThan(10);
-    expect((statuses["429"] ?? 0) + (statuses.error ?? 0)).toBeGreaterThan(30);
+    for (const status of Object.keys(statuses)) expect(["400", "429", "error"]).toContain(status);
     const captures = await store.list(keys.capturesOfTask(idOf("refused-flood")));
     expect(captures.length).toBeLessThanOrEqual(2);
   });

@@ -9,7 +9,7 @@
  *   s3.env       the AWS_* variables that point `s3ClientFromEnv()` (or a child process) here
  *   await s3.stop()                            // closes the server, removes the temp dir
  *
- * Two s3rver 3.7 gaps are filled by middleware here, everything else is s3rver itself:
+ * Three s3rver 3.7 gaps are filled here, everything else is s3rver itself:
  * - ListObjectsV2 is answered by the helper: s3rver's continuation tokens use DES, which
  *   OpenSSL 3 (Node >= 17) no longer has, so its second page is a 500; and its pages follow
  *   directory-walk order, not key byte order. (List requests' signatures are not checked.)
@@ -19,13 +19,18 @@
  *     (checked and written under a per-key lock, so it is atomic);
  *   "not-implemented": 501 NotImplemented, as some older compatible servers answer;
  *   "ignored": s3rver's own behaviour (the header is ignored and the PUT overwrites).
+ * - s3rver's putObject answers once its hashing stream has seen the body, while the object's file
+ *   is still being opened and written (a write stream it never waits for): on a busy machine a
+ *   request right after the 200 can find no object, or part of it. A CI run saw two conditional
+ *   PUTs of one key both win. The helper's putObject writes the file and waits for it.
  * Set S3RVER_DEBUG=1 to see s3rver's request log.
  */
-import { mkdtemp, rm } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { S3Client } from "@aws-sdk/client-s3";
 
 export interface StartS3rverOptions {
@@ -55,10 +60,20 @@ interface StoredObject {
   metadata: Record<string, string>;
   size: number;
 }
+/** s3rver's S3Object as its store receives it: the body a Buffer or the request stream. */
+interface S3rverObject {
+  bucket: string;
+  key: string;
+  content: Buffer | AsyncIterable<unknown>;
+  metadata: Record<string, string>;
+}
 type Middleware = (ctx: KoaContext, next: () => Promise<void>) => Promise<void>;
 interface S3rverInstance {
   middleware: Middleware[];
   store: {
+    putObject(object: S3rverObject): Promise<{ size: number; md5: string }>;
+    putMetadata(bucket: string, key: string, metadata: Record<string, string>, md5: string): Promise<void>;
+    getResourcePath(bucket: string, key: string, resource: string): string;
     existsObject(bucket: string, key: string): Promise<boolean>;
     getBucket(bucket: string): Promise<unknown>;
     listObjects(
@@ -94,6 +109,7 @@ export async function startS3rver(opts: StartS3rverOptions = {}): Promise<Runnin
     conditionalPut(opts.conditionalWrites ?? "supported", server, S3Error),
     listObjectsV2(server, S3Error),
   );
+  server.store.putObject = writtenBeforeAnswer(server.store);
   const address = await server.run();
   const endpoint = `http://127.0.0.1:${address.port}`;
   const client = new S3Client({
@@ -119,6 +135,22 @@ export async function startS3rver(opts: StartS3rverOptions = {}): Promise<Runnin
       await server.close();
       await rm(directory, { recursive: true, force: true });
     },
+  };
+}
+
+/** s3rver's putObject, but the object's bytes are on disk before it returns (then its metadata, as s3rver). */
+function writtenBeforeAnswer(store: S3rverInstance["store"]): S3rverInstance["store"]["putObject"] {
+  return async (object) => {
+    const chunks: Buffer[] = [];
+    if (Buffer.isBuffer(object.content)) chunks.push(object.content);
+    else for await (const chunk of object.content) chunks.push(Buffer.from(chunk as Uint8Array));
+    const bytes = Buffer.concat(chunks);
+    const path = store.getResourcePath(object.bucket, object.key, "object");
+    await mkdir(dirname(path), { recursive: true });
+    await writeFile(path, bytes);
+    const md5 = createHash("md5").update(bytes).digest("hex");
+    await store.putMetadata(object.bucket, object.key, object.metadata, md5);
+    return { size: bytes.length, md5 };
   };
 }
 

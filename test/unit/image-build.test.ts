@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -89,5 +89,61 @@ describe("building a task's image", () => {
       "img",
       "infinity",
     ]);
+  });
+
+  it("builds again when another process's image removal raced the build's cache lookup, and only then", async () => {
+    // A stand-in engine (docker's flags): the base is present with no triggers, the task's tag is
+    // absent until a build succeeds, and the first `failures` builds fail as stated.
+    const fake = async (name: string, failures: number, why: string) => {
+      const dir = join(root, name);
+      await mkdir(join(dir, "context"), { recursive: true });
+      await writeFile(join(dir, "context", "Dockerfile"), "FROM base:1\nRUN true\n");
+      await writeFile(
+        join(dir, "engine"),
+        `#!/bin/sh
+echo "$*" >> ${dir}/calls
+for last; do :; done
+case "$1 $2 $4" in
+  "image inspect {{.Id}}") case "$last" in localhost/polar-build:*) [ -f ${dir}/built ] || exit 1;; esac; echo sha256:${"a".repeat(64)};;
+  "image inspect {{json .Config.OnBuild}}") echo null;;
+  "image inspect {{.Config.WorkingDir}}") echo /app;;
+  build*)
+    n=$(($(cat ${dir}/builds 2>/dev/null || echo 0) + 1)); echo $n > ${dir}/builds
+    if [ $n -le ${failures} ]; then echo "Error: ${why}" >&2; exit 125; fi
+    touch ${dir}/built;;
+  *) exit 2;;
+esac
+`,
+      );
+      await chmod(join(dir, "engine"), 0o755);
+      const engine: ContainerEngine = {
+        bin: join(dir, "engine"),
+        kind: "docker",
+        globalFlags: [],
+        runFlags: [],
+      };
+      const out = await buildImage(engine, join(dir, "context"), {
+        baseImages: {},
+        buildDirs: [root],
+        timeoutMs: 30_000,
+      }).catch((e: Error) => e);
+      const builds = (await readFile(join(dir, "calls"), "utf8"))
+        .split("\n")
+        .filter((l) => l.startsWith("build"));
+      return { out, builds: builds.length };
+    };
+    const race =
+      "checking if cached image exists from a previous build: getting top layer info: layer not known";
+    const raced = await fake("raced", 2, race);
+    expect(raced.builds).toBe(3);
+    expect(raced.out).toMatchObject({ workdir: "/app" });
+    const always = await fake("always-raced", 5, race);
+    expect(always.builds).toBe(3);
+    expect(always.out).toBeInstanceOf(RuntimeSpecRefused);
+    expect((always.out as Error).message).toMatch(/exited 125[\s\S]*layer not known/);
+    // The task's own failure is not built twice.
+    const broken = await fake("broken", 1, 'building at STEP "RUN false": exit status 1');
+    expect(broken.builds).toBe(1);
+    expect(broken.out).toBeInstanceOf(RuntimeSpecRefused);
   });
 });
