@@ -1,4 +1,5 @@
-import { lookup } from "node:dns/promises";
+import { lookup as dnsLookup } from "node:dns";
+import { lookup as lookupAll } from "node:dns/promises";
 import type { Server as HttpServer } from "node:http";
 import type { AddressInfo, Server } from "node:net";
 import { serve } from "@hono/node-server";
@@ -11,6 +12,7 @@ import { openStore } from "../shared/node/open-store.ts";
 import type { ObjectStore } from "../shared/store/object-store.ts";
 import { createProxyApp } from "./app.ts";
 import type { ProxyDeps } from "./deps.ts";
+import { guardedLookup, type Lookup } from "./routing/connect-guard.ts";
 import { startProbes } from "./routing/probes.ts";
 import { ReplicaSet, type RoutingOptions } from "./routing/replicas.ts";
 import type { SendInit, StreamedAnswer, Upstream } from "./upstream.ts";
@@ -34,6 +36,8 @@ export interface NodeProxyOptions extends Omit<ProxyDeps, "upstream" | "store"> 
   maxConnections?: number;
   /** Deadlines on client connections; each one not given keeps `CONNECTION_TIMEOUTS`. */
   connectionTimeouts?: Partial<ConnectionTimeouts>;
+  /** How upstream host names resolve for each connection (default node:dns `lookup`); tests give their own. */
+  lookup?: Lookup;
 }
 
 /** How long a client connection may take at each stage before the server closes it. */
@@ -79,7 +83,7 @@ export interface RunningProxy {
 
 /** Every address `host` resolves to. */
 async function resolveAll(host: string): Promise<string[]> {
-  return (await lookup(host, { all: true })).map((a) => a.address);
+  return (await lookupAll(host, { all: true })).map((a) => a.address);
 }
 
 /** The gateway on Node: @hono/node-server in front, a keep-alive undici pool behind. */
@@ -94,15 +98,23 @@ export async function startNodeProxy(opts: NodeProxyOptions): Promise<RunningPro
     port = 8787,
     maxConnections = defaultConnectionCap(),
     connectionTimeouts,
+    lookup,
     ...rest
   } = opts;
   const store = typeof opts.store === "string" ? openStore(opts.store) : opts.store;
   // Timeouts are enforced per call by the app (AbortSignal), so the pool must not cut long generations.
+  const urls = [upstreamUrl, ...(upstreamUrls ?? [])];
+  // Where the control API checks replica addresses, every connection's resolved address is
+  // checked again (connect-guard.ts: a name rebound after its check is not reached).
+  const allow = rest.control?.replicaAddresses?.allow;
+  const exempt = urls.map((u) => new URL(u).hostname);
+  const connectLookup = allow ? guardedLookup(lookup ?? dnsLookup, allow, exempt) : lookup;
   const agent = new Agent({
     connections: upstreamConnections ?? 256,
     keepAliveTimeout: 30_000,
     headersTimeout: 0,
     bodyTimeout: 0,
+    ...(connectLookup ? { connect: { lookup: connectLookup } } : {}),
   });
   const pooledFetch = ((input: string | URL | Request, init?: RequestInit) =>
     undiciFetch(input as string, { ...(init as object), dispatcher: agent })) as unknown as typeof fetch;
@@ -147,7 +159,6 @@ export async function startNodeProxy(opts: NodeProxyOptions): Promise<RunningPro
     stream,
     timeoutMs: upstreamTimeoutMs,
   });
-  const urls = [upstreamUrl, ...(upstreamUrls ?? [])];
   const replicas = new ReplicaSet(urls.map(upstreamOf), routing, rest.clock);
   // One process: the control API may change the replica set in its memory (docs/control-api.md),
   // so a replica registered there is probed like a configured one.

@@ -12,6 +12,7 @@
  */
 import { z } from "zod";
 import { type Upstream, upstreamRoot } from "../upstream.ts";
+import { ADDRESS_REFUSED_CODE } from "./replica-address.ts";
 import type { ReplicaSet } from "./replicas.ts";
 
 export const DEFAULT_PROBE_INTERVAL_MS = 5_000;
@@ -64,9 +65,10 @@ export async function probeOnce(up: Upstream, timeoutMs = PROBE_TIMEOUT_MS): Pro
 
 function transportError(err: unknown, timeoutMs: number): string {
   const e = err as Error & { cause?: { code?: string; message?: string } };
-  return e.name === "TimeoutError"
-    ? `no answer within ${timeoutMs} ms`
-    : (e.cause?.code ?? e.cause?.message ?? e.message);
+  if (e.name === "TimeoutError") return `no answer within ${timeoutMs} ms`;
+  // The guard's refusal says which name resolved where; other causes' codes say enough.
+  if (e.cause?.code === ADDRESS_REFUSED_CODE && e.cause.message) return e.cause.message;
+  return e.cause?.code ?? e.cause?.message ?? e.message;
 }
 
 /** The body as text, or null once it passes `limit` bytes (the rest is not read). */

@@ -6,6 +6,9 @@
  * never checked. Web APIs only: the Worker's control API uses it too.
  */
 
+/** The error code of a connection the Node proxy refused because its address is one of these (connect-guard.ts). */
+export const ADDRESS_REFUSED_CODE = "EREPLICAADDRESS";
+
 /** Address classes a replica needs the operator's allowance for. */
 export const REPLICA_ADDRESS_KINDS = ["loopback", "link-local", "metadata"] as const;
 export type ReplicaAddressKind = (typeof REPLICA_ADDRESS_KINDS)[number];
@@ -93,8 +96,8 @@ export function addressKind(host: string): ReplicaAddressKind | null {
 /**
  * Why `url` may not be added under `policy`, or null. A host name is classed by every address it
  * resolves to; one that does not resolve is left to the probe (which then finds it unreachable).
- * Not held: a name that resolves elsewhere at this check and to a refused address later (DNS
- * rebinding), docs/security.md.
+ * The Node proxy classes the addresses of every connection again (connect-guard.ts), so a name
+ * rebound after this check is not reached.
  */
 export async function refusedAddress(url: string, policy: ReplicaAddressPolicy): Promise<string | null> {
   if (!policy.allow) return null;
