@@ -416,3 +416,18 @@ def test_two_steps_of_the_tool_lookup_experiment_on_smollm2(tmp_path: Path) -> N
     assert "<returncode>" in tok.decode(between)
     assert not any(mask[t.version_spans[0].end : t.version_spans[1].start])
     assert all(mask[s.start : s.end].count(1) > 0 for s in t.version_spans)
+
+
+def test_summary_reports_the_outcome_reward_not_trls_weighted_sum() -> None:
+    # A row as the runner writes it: TRL's logged "reward" is outcome + 0.2 x process (above 1 here).
+    from polar_rollouts.experiment.report import summary
+
+    rows = [
+        {"kind": "eval", "step": 0, "heldout_success": 0.5},
+        {"kind": "train", "step": 1, "reward": 1.0083, "reward_mean": 0.875, "logp_diff_max": 1e-5},
+        {"kind": "train", "step": 2, "reward": 0.9, "reward_mean": 0.75, "logp_diff_max": 2e-5},
+        {"kind": "eval", "step": 2, "heldout_success": 0.75},
+    ]
+    got = summary("t", 0, rows, 10.0, {})
+    assert (got["train_reward_first"], got["train_reward_last"]) == (0.875, 0.75)
+    assert got["heldout_gain_points"] == 25.0 and got["logp_diff_max"] == 2e-5

@@ -34,8 +34,10 @@ def summary(name: str, seed: int, rows: list[dict[str, Any]], wall_s: float, ext
         "tool_calls_per_session_after": last.get("tool_calls_per_session"),
         "model_calls_per_session_before": first.get("model_calls_per_session"),
         "model_calls_per_session_after": last.get("model_calls_per_session"),
-        "train_reward_first": train[0]["reward"] if train else None,
-        "train_reward_last": train[-1]["reward"] if train else None,
+        # The outcome reward (the sessions' own), as the curve plots it; "reward" is TRL's logged sum
+        # with the weighted process reward, which goes above 1.
+        "train_reward_first": train[0].get("reward_mean", train[0]["reward"]) if train else None,
+        "train_reward_last": train[-1].get("reward_mean", train[-1]["reward"]) if train else None,
         "logp_diff_max": max((r["logp_diff_max"] or 0.0 for r in train), default=None),
         "rollout_s_median": _median([r.get("rollout_s") for r in train]),
         "trainer_s_median": _median([r.get("trainer_s") for r in train]),
