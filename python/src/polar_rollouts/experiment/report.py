@@ -74,14 +74,24 @@ def plot(rows: list[dict[str, Any]], title: str, path: Path) -> bool:
     if evals:
         ax.plot([r["step"] for r in evals], [r["heldout_success"] for r in evals], "s-", color="tab:orange",
                 label="held-out success (share of sessions fully right)")  # fmt: skip
-        ax.plot([r["step"] for r in evals], [min(1.0, (r["tool_calls_per_session"] or 0) / 2) for r in evals],
-                ":", color="tab:green", label="held-out tool calls per session / 2")  # fmt: skip
+    # Tool calls on their own axis: scaled onto the reward's, they were clipped at 1 (2 calls) and
+    # hid the change.
+    calls = [(r["step"], r["tool_calls_per_session"]) for r in evals if r.get("tool_calls_per_session") is not None]
+    handles, labels = ax.get_legend_handles_labels()
+    if calls:
+        ax2 = ax.twinx()
+        line = ax2.plot([s for s, _ in calls], [c for _, c in calls], "^:", color="tab:green", ms=4,
+                        label="held-out tool calls per session (right axis)")  # fmt: skip
+        ax2.set_ylabel("tool calls per held-out session")
+        ax2.set_ylim(0, max(4.0, max(c for _, c in calls) * 1.1))
+        handles, labels = [*handles, *line], [*labels, str(line[0].get_label())]
     ax.set_title(title)
     ax.set_xlabel("optimizer step (= policy version)")
     ax.set_ylabel("reward / success")
     ax.set_ylim(-0.02, 1.02)
     ax.grid(alpha=0.3)
-    ax.legend(loc="best", fontsize=8)
+    if handles:
+        ax.legend(handles, labels, loc="lower left", fontsize=8)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
