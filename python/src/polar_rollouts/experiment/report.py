@@ -18,6 +18,12 @@ def read_curve(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def _outcome(row: dict[str, Any]) -> Any:
+    """A train row's outcome reward (the sessions' own): "reward" is TRL's logged sum with the
+    weighted process reward, which goes above 1. Rows from before `reward_mean` have only that."""
+    return row.get("reward_mean", row["reward"])
+
+
 def summary(name: str, seed: int, rows: list[dict[str, Any]], wall_s: float, extra: dict[str, Any]) -> dict[str, Any]:
     train = [r for r in rows if r["kind"] == "train"]
     evals = [r for r in rows if r["kind"] == "eval"]
@@ -34,10 +40,8 @@ def summary(name: str, seed: int, rows: list[dict[str, Any]], wall_s: float, ext
         "tool_calls_per_session_after": last.get("tool_calls_per_session"),
         "model_calls_per_session_before": first.get("model_calls_per_session"),
         "model_calls_per_session_after": last.get("model_calls_per_session"),
-        # The outcome reward (the sessions' own), as the curve plots it; "reward" is TRL's logged sum
-        # with the weighted process reward, which goes above 1.
-        "train_reward_first": train[0].get("reward_mean", train[0]["reward"]) if train else None,
-        "train_reward_last": train[-1].get("reward_mean", train[-1]["reward"]) if train else None,
+        "train_reward_first": _outcome(train[0]) if train else None,
+        "train_reward_last": _outcome(train[-1]) if train else None,
         "logp_diff_max": max((r["logp_diff_max"] or 0.0 for r in train), default=None),
         "rollout_s_median": _median([r.get("rollout_s") for r in train]),
         "trainer_s_median": _median([r.get("trainer_s") for r in train]),
@@ -66,9 +70,8 @@ def plot(rows: list[dict[str, Any]], title: str, path: Path) -> bool:
     evals = [r for r in rows if r["kind"] == "eval"]
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
     if train:
-        # The outcome reward, not TRL's logged sum (outcome + process_weight x process, above 1).
         # A step where every session failed has none.
-        outcome = [r.get("reward_mean", r["reward"]) for r in train]
+        outcome = [_outcome(r) for r in train]
         ax.plot([r["step"] for r in train], [float("nan") if v is None else v for v in outcome], "o-", color="tab:blue", ms=3,
                 label="train outcome reward (mean over the step's sessions)")  # fmt: skip
     if evals:
