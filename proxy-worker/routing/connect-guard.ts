@@ -30,32 +30,30 @@ export function guardedLookup(
 ): Lookup {
   const allowed = new Set(allow);
   const exempt = new Set([...exemptHosts].map((h) => h.toLowerCase()));
+  // node:dns lookup's overloads, as the one form this calls.
+  const resolve = lookup as (h: string, o: LookupOptions, c: Callback) => void;
   const guarded = (hostname: string, options: LookupOptions | Callback, maybeCallback?: Callback) => {
     const callback = (typeof options === "function" ? options : maybeCallback) as Callback;
     const opts: LookupOptions = typeof options === "function" ? {} : (options ?? {});
     if (exempt.has(hostname.toLowerCase())) {
-      (lookup as (h: string, o: LookupOptions, c: Callback) => void)(hostname, opts, callback);
+      resolve(hostname, opts, callback);
       return;
     }
-    (lookup as (h: string, o: LookupOptions, c: Callback) => void)(
-      hostname,
-      { ...opts, all: true },
-      (err, addresses) => {
-        if (err) return callback(err);
-        const list = (addresses ?? []) as LookupAddress[];
-        const refused = list.map((a) => addressKind(a.address)).find((k) => k !== null && !allowed.has(k));
-        if (refused)
-          return callback(
-            new ReplicaAddressRefused(
-              `${hostname} now resolves to a ${refused} address, which the proxy's operator has not allowed replicas at (it was checked when registered; DNS rebinding?)`,
-            ),
-          );
-        const first = list[0];
-        if (opts.all) callback(null, list);
-        else if (first) callback(null, first.address, first.family);
-        else callback(Object.assign(new Error(`${hostname}: no address`), { code: "ENOTFOUND" }));
-      },
-    );
+    resolve(hostname, { ...opts, all: true }, (err, addresses) => {
+      if (err) return callback(err);
+      const list = (addresses ?? []) as LookupAddress[];
+      const refused = list.map((a) => addressKind(a.address)).find((k) => k !== null && !allowed.has(k));
+      if (refused)
+        return callback(
+          new ReplicaAddressRefused(
+            `${hostname} now resolves to a ${refused} address, which the proxy's operator has not allowed replicas at (it was checked when registered; DNS rebinding?)`,
+          ),
+        );
+      const first = list[0];
+      if (opts.all) callback(null, list);
+      else if (first) callback(null, first.address, first.family);
+      else callback(Object.assign(new Error(`${hostname}: no address`), { code: "ENOTFOUND" }));
+    });
   };
   return guarded as unknown as Lookup;
 }
