@@ -3,7 +3,7 @@
 # a tiny random-weight Qwen3.
 #
 #   bash scripts/engine.sh setup [--preset P]    venv (.venv-engine) + the preset's model, once
-#   bash scripts/engine.sh serve [--preset P] [--port 8000] [--model-dir DIR] [--max-new-tokens 128] [-- extra vLLM flags]
+#   bash scripts/engine.sh serve [--preset P] [--port 8000] [--model-dir DIR] [--max-new-tokens 128] [--instance ID] [-- extra vLLM flags]
 #   bash scripts/engine.sh up [--port 8000] [serve options]   serve in the background, return once healthy
 #   bash scripts/engine.sh down [--port 8000]                 stop what `up` started
 #   bash scripts/engine.sh model-dir [--preset P]             print where the preset's model is built
@@ -54,12 +54,13 @@ setup() {
 }
 
 serve() {
-  local port=8000 dir="$model_dir" max_new=128
+  local port=8000 dir="$model_dir" max_new=128 instance=()
   while [ $# -gt 0 ]; do
     case "$1" in
       --port) port="$2"; shift 2 ;;
       --model-dir) dir="$2"; shift 2 ;;
       --max-new-tokens) max_new="$2"; shift 2 ;;
+      --instance) instance=("$2"); shift 2 ;;
       --preset) shift 2 ;; # loaded before
       --) shift; break ;;
       *) echo "engine serve: unknown option $1 (extra vLLM flags go after --)" >&2; exit 2 ;;
@@ -75,12 +76,14 @@ serve() {
   [ "$max_new" = 0 ] || cap=(--override-generation-config "{\"max_new_tokens\": $max_new}")
   # --served-model-name policy: the name every example task and harness preset asks for.
   # The preset gives the second name, the context length and the reasoning and tool parsers.
+  # --instance adds a third, this start's alone: whoever picked the free port checks GET /v1/models
+  # for it, since another process may take the port before vLLM binds it and answer /health.
   # --enforce-eager: starts in ~30 s instead of ~70 s (no graph compile); same ids and logprobs.
   # Random weights never say stop, so a call without max_tokens would run to the end of the context
   # (minutes on a CPU): vLLM caps every call at the generation config's max_new_tokens, a request's
   # own max_tokens included (0 lifts the cap).
   exec "$venv/bin/python" -m vllm.entrypoints.openai.api_server \
-    --model "$dir" --served-model-name policy "$preset_served_name" \
+    --model "$dir" --served-model-name policy "$preset_served_name" "${instance[@]}" \
     --host 127.0.0.1 --port "$port" \
     --dtype float32 --max-model-len "$preset_max_model_len" --enforce-eager \
     "${preset_flags[@]}" \

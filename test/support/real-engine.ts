@@ -11,6 +11,7 @@
  * reason, except under CI or POLAR_REQUIRE_ENGINE=1, where that is a failure.
  */
 import { execFileSync, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -81,6 +82,9 @@ function refuse(reason: string, name: string, logFile: string): RealEngine {
   return { ok: false, reason, url: "", name, logFile };
 }
 
+/** Tries a new port when another process took the one picked before vLLM bound it. */
+const PORT_ATTEMPTS = 3;
+
 async function start(
   file: (ext: string) => string,
   logFile: string,
@@ -99,9 +103,27 @@ async function start(
     const stderr = (err as { stderr?: Buffer }).stderr?.toString().trim().split("\n").slice(-5).join(" | ");
     return { ok: false, reason: `bash scripts/engine.sh setup failed: ${stderr || (err as Error).message}` };
   }
+  for (let attempt = 1; ; attempt++) {
+    const outcome = await serveOnce(file, logFile, serveArgs);
+    if (outcome.ok || !outcome.portTaken || attempt === PORT_ATTEMPTS) return outcome;
+  }
+}
+
+/**
+ * vLLM on a free port, waited for until it answers as itself: the port is free when picked, but
+ * vLLM binds it only after its imports (10 s or more on a busy machine), and a server another
+ * test started in between answers /health too (a CI run once sent a family's session to it). So
+ * the engine is ours when its GET /v1/models lists the name of this start (engine.sh --instance).
+ */
+async function serveOnce(
+  file: (ext: string) => string,
+  logFile: string,
+  serveArgs: string[],
+): Promise<{ ok: true; url: string } | { ok: false; reason: string; portTaken?: boolean }> {
   const port = await freePort();
+  const instance = `polar-engine-${randomUUID()}`;
   const log = openSync(logFile, "w");
-  const args = [ENGINE_SCRIPT, "serve", "--port", String(port), ...serveArgs];
+  const args = [ENGINE_SCRIPT, "serve", "--port", String(port), "--instance", instance, ...serveArgs];
   // Its own process group, so the teardown can stop vLLM's engine-core child with it.
   const child = spawn("bash", args, { detached: true, stdio: ["ignore", log, log] });
   closeSync(log);
@@ -110,16 +132,26 @@ async function start(
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + START_TIMEOUT_MS;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null)
-      return { ok: false, reason: `vLLM exited with ${child.exitCode} (log: ${logFile})` };
-    try {
-      if ((await fetch(`${url}/health`)).ok) return { ok: true, url };
-    } catch {
-      // Not listening yet.
+    if (child.exitCode !== null) {
+      const portTaken = /Address already in use/.test(readFileSync(logFile, "utf8"));
+      return { ok: false, portTaken, reason: `vLLM exited with ${child.exitCode} (log: ${logFile})` };
     }
+    if (await answersAs(url, instance)) return { ok: true, url };
     await sleep(1000);
   }
   return { ok: false, reason: `vLLM not healthy after ${START_TIMEOUT_MS / 1000} s (log: ${logFile})` };
+}
+
+async function answersAs(url: string, instance: string): Promise<boolean> {
+  try {
+    const res = await fetch(`${url}/v1/models`, { signal: AbortSignal.timeout(5000) });
+    if (!res.ok) return false;
+    const { data } = (await res.json()) as { data?: { id?: unknown }[] };
+    return Array.isArray(data) && data.some((m) => m.id === instance);
+  } catch {
+    // Not listening yet, or not a JSON answer: not ours.
+    return false;
+  }
 }
 
 function freePort(): Promise<number> {

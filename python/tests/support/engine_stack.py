@@ -16,7 +16,7 @@ sys.path.insert(0, str(ROOT / "examples" / "rl"))
 from local_stack import TINY, Stack, copy_tiny_model  # noqa: E402
 from local_stack import engine_stack as _engine_stack  # noqa: E402
 
-__all__ = ["ENGINE_PYTHON", "TINY", "Stack", "engine_stack", "lowercase_task"]
+__all__ = ["ENGINE_PYTHON", "TINY", "Stack", "copy_tiny_model", "engine_stack", "lowercase_task"]
 
 
 @contextmanager

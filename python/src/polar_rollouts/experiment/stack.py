@@ -4,8 +4,9 @@
   missing, or a directory) with its LM head untied, in the folder the trainer saves into and the
   engine reloads from (vLLM 0.32 keeps a stale tied head after ``reload_weights``: docs/engines.md).
 - ``engine_stack``: vLLM through ``scripts/engine.sh serve`` (float32, processed logprobs, the RL
-  endpoints, no prefix cache) and ``polar serve --upstream ... --out DIR`` in front of it, each
-  waited for on its health route.
+  endpoints, no prefix cache) and ``polar serve --upstream ... --out DIR`` in front of it: vLLM is
+  ready when its model list names this start (``wait_engine``: another server may take a picked
+  port first), polar serve when its health route answers on the port it bound and printed.
 
 Nothing outlives the experiment: each child is the leader of its own process group (everything it
 starts stays in that group), gets ``PR_SET_PDEATHSIG`` (SIGTERM when its parent dies, however it
@@ -18,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -37,6 +39,14 @@ PR_SET_PDEATHSIG = 1
 
 class StackError(RuntimeError):
     """A process of the stack did not come up; the message holds the tail of its log."""
+
+
+class PortTaken(StackError):
+    """The engine could not bind its port: another process holds it."""
+
+
+# New ports tried when another process takes the picked one before vLLM binds it.
+PORT_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -127,6 +137,41 @@ def wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout_s: 
     raise StackError(f"no answer from {url} after {timeout_s:.0f}s; {log}:\n{log.read_text()[-3000:]}")
 
 
+def printed_url(proc: subprocess.Popen[bytes], log: Path, timeout_s: float) -> str:
+    """The URL ``polar serve --port 0`` prints once it listens."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = re.search(r"control API and proxy on (http://[^;\s]+)", log.read_text())
+        if found:
+            return found.group(1)
+        if proc.poll() is not None:
+            raise StackError(f"{proc.args!r} exited ({proc.returncode}); {log}:\n{log.read_text()[-3000:]}")
+        time.sleep(0.2)
+    raise StackError(f"polar serve printed no address after {timeout_s:.0f}s; {log}:\n{log.read_text()[-3000:]}")
+
+
+def wait_engine(url: str, instance: str, proc: subprocess.Popen[bytes], log: Path, timeout_s: float) -> None:
+    """Waits until the engine at ``url`` answers as itself: its GET /v1/models lists ``instance``
+    (``engine.sh serve --instance``). /health is not enough: a port is free when picked, but vLLM
+    binds it only after its imports (10 s or more on a busy machine), and another server that took
+    it in between answers /health too; the trainer would then sync weights into a stranger."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            text = log.read_text()
+            if "Address already in use" in text:
+                raise PortTaken(f"{url}: the port is held by another process; {log}:\n{text[-1500:]}")
+            raise StackError(f"{proc.args!r} exited ({proc.returncode}); {log}:\n{text[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/v1/models", timeout=5) as res:
+                if instance in {m.get("id") for m in json.load(res).get("data", [])}:
+                    return
+        except (OSError, ValueError, AttributeError):
+            pass  # not listening yet, or not an OpenAI model list: not this engine
+        time.sleep(0.5)
+    raise StackError(f"no answer from the engine at {url} after {timeout_s:.0f}s; {log}:\n{log.read_text()[-3000:]}")
+
+
 def stop(proc: subprocess.Popen[bytes] | None, sig: int, timeout_s: float = 20) -> None:
     """Stops ``proc``'s whole process group: ``sig``, then SIGKILL after ``timeout_s``."""
     if proc is None:
@@ -212,20 +257,31 @@ def engine_only(
     whose proxies already run (a fleet) it is the whole stack; ``engine_stack`` puts `polar serve`
     in front of it, guarded by the same ``watchdog`` (one of its own when none is given)."""
     out.mkdir(parents=True, exist_ok=True)
-    engine_port = engine_port or free_port()
-    url, log = f"http://127.0.0.1:{engine_port}", out / "engine.log"
+    log = out / "engine.log"
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     engine: subprocess.Popen[bytes] | None = None
     own = watchdog is None
     guard = watchdog or Watchdog()
     try:
-        # Prefix caching off (the default extra args): no KV block computed by older weights
-        # serves a request after a sync.
-        engine = spawn(["bash", str(root / "scripts" / "engine.sh"), "serve", "--port", str(engine_port),
-                        "--model-dir", str(model_dir), "--preset", preset, "--", *engine_args, "--seed", str(seed)],
-                       log, cwd=root, env=env)  # fmt: skip
-        guard.guard(engine.pid)
-        wait_healthy(f"{url}/health", engine, log, engine_timeout_s)
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            port = engine_port or free_port()
+            url = f"http://127.0.0.1:{port}"
+            instance = f"polar-engine-{secrets.token_hex(8)}"
+            # Prefix caching off (the default extra args): no KV block computed by older weights
+            # serves a request after a sync.
+            engine = spawn(["bash", str(root / "scripts" / "engine.sh"), "serve", "--port", str(port),
+                            "--instance", instance, "--model-dir", str(model_dir), "--preset", preset,
+                            "--", *engine_args, "--seed", str(seed)],
+                           log, cwd=root, env=env)  # fmt: skip
+            guard.guard(engine.pid)
+            try:
+                wait_engine(url, instance, engine, log, engine_timeout_s)
+                break
+            except PortTaken:
+                if engine_port or attempt == PORT_ATTEMPTS:  # the caller's own port is not swapped for another
+                    raise
+                stop(engine, signal.SIGTERM)
+                print(f"experiment: {url} was taken before vLLM bound it; starting it on another port", file=sys.stderr)
         yield url
     finally:
         stop(engine, signal.SIGTERM)
@@ -250,8 +306,6 @@ def engine_stack(
 ) -> Iterator[Stack]:
     """vLLM serving ``model_dir`` (``engine_only``) and `polar serve` (store ``out/store``) in front of it."""
     out.mkdir(parents=True, exist_ok=True)
-    proxy_port = proxy_port or free_port()
-    proxy_url = f"http://127.0.0.1:{proxy_port}"
     token = secrets.token_hex(16)
     serve_log = out / "serve.log"
     env = {**os.environ, "POLAR_CONTROL_TOKEN": "", "HF_HUB_OFFLINE": "1"}
@@ -274,6 +328,9 @@ def engine_stack(
                                "--control-token", token, "--run", str(run)],
                               serve_log, cwd=root, env=env)  # fmt: skip
                 watchdog.guard(serve.pid)
+                # Port 0 unless given: polar serve binds a free port itself and prints it, so no process
+                # can take it between a pick and the bind (as wait_engine guards against for vLLM).
+                proxy_url = f"http://127.0.0.1:{proxy_port}" if proxy_port else printed_url(serve, serve_log, 60)
                 wait_healthy(f"{proxy_url}/healthz", serve, serve_log, 60)
                 yield Stack(engine_url, proxy_url, token, model_dir, out / "store", out / "engine.log", serve_log)
             finally:
