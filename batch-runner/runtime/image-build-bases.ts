@@ -59,7 +59,7 @@ async function triggersOf(
       throw new RuntimeSpecRefused(
         `the base image ${ref}: its ONBUILD triggers could not be read:\n${tail(res)}`,
       );
-    return parsed(res.stdout.trim() || "null", ref);
+    return parsed(res.stdout.trim() || "null", ref, res.stderr);
   }
   const res = await spawnGroup(["buildah", "inspect", "--type", "image", id], {
     env: engineEnv(),
@@ -71,16 +71,21 @@ async function triggersOf(
       `the base image ${ref}: podman shows no image's ONBUILD triggers (which run in this build) and buildah, which does, ${res.exitCode === 127 || /ENOENT|not found/i.test(res.stderr) ? "is not installed" : `failed:\n${tail(res)}`}; install buildah beside podman (apt-get install buildah), or build with docker`,
     );
   return (
-    (parsed(res.stdout, ref) as { Docker?: { config?: { OnBuild?: unknown } } }).Docker?.config?.OnBuild ??
-    null
+    (parsed(res.stdout, ref, res.stderr) as { Docker?: { config?: { OnBuild?: unknown } } }).Docker?.config
+      ?.OnBuild ?? null
   );
 }
 
-function parsed(text: string, ref: string): unknown {
+function parsed(text: string, ref: string, stderr = ""): unknown {
   try {
     return JSON.parse(text);
-  } catch {
-    throw new RuntimeSpecRefused(`the base image ${ref}: its ONBUILD triggers could not be read (not JSON)`);
+  } catch (err) {
+    // What was read goes in the message: the one time this was seen (14 test files at once on 2 cores,
+    // buildah exit 0) the error said only "not JSON", and 150 reads beside builds did not repeat it.
+    const shown = `${text.slice(0, 300)}${text.length > 300 ? "..." : ""}\n${stderr.trim().split("\n").slice(-5).join("\n")}`;
+    throw new RuntimeSpecRefused(
+      `the base image ${ref}: its ONBUILD triggers could not be read (not JSON: ${(err as Error).message}):\n${shown.trim()}`,
+    );
   }
 }
 

@@ -25,10 +25,21 @@ beforeAll(async () => {
   [stack, sqs] = await Promise.all([startRunnerStack(), startSqs()]);
 });
 afterAll(async () => {
-  for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
+  // SIGTERM first: a runner stops its sessions and unmounts their volumes (as root, each session's
+  // work dir is a loop-mounted image); SIGKILL only one that does not exit.
+  await Promise.all(children.map((c) => stopChild(c, 10_000)));
   await stack?.close();
   await sqs?.stop();
 });
+
+async function stopChild(child: ChildProcess, graceMs: number): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once("exit", r));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+  await exited;
+  clearTimeout(timer);
+}
 
 /** `polar runner` as its own process, so it can be killed like a node losing power. */
 function spawnRunner(queueUrl: string): { child: ChildProcess; output: () => string } {
@@ -46,8 +57,10 @@ function spawnRunner(queueUrl: string): { child: ChildProcess; output: () => str
       stack.proxy.url,
       "--run",
       "2",
+      // Short, so the dead runner's messages come back soon; not shorter, or a loaded machine's late
+      // heartbeat lets a live session's message come back too, and it runs twice.
       "--visibility-timeout",
-      "3",
+      "5",
       "--wait-seconds",
       "1",
       "--max-receives",
@@ -143,5 +156,7 @@ describe("a runner killed mid-session (SIGKILL) on SQS", () => {
     // Nothing left on the queue.
     const left = await new SqsQueue({ url: queueUrl, client: sqs.client }).receive(10, { waitSeconds: 0 });
     expect(left).toEqual([]);
-  });
+    // Above the sum of its own waits (20 s for A, 30 s a session for B), so a slow stage fails with
+    // its name and the runners' output, not vitest's bare 30 s timeout (as it did on a loaded CI run).
+  }, 180_000);
 });

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { unmountUnder } from "../../batch-runner/runtime/disk-volume.ts";
 import { decodeCapture } from "../../shared/capture-codec.ts";
 import { keys } from "../../shared/keys.ts";
 import { DirectoryStore } from "../../shared/node/directory-store.ts";
@@ -37,6 +38,8 @@ export async function startRunnerStack(): Promise<RunnerStack> {
     async close() {
       await proxy.close();
       await policy.close();
+      // A runner a test killed leaves its sessions' volumes mounted (as root): rm cannot remove a mount point.
+      await unmountUnder(root);
       await rm(root, { recursive: true, force: true });
     },
   };

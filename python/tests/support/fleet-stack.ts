@@ -24,6 +24,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { unmountUnder } from "../../../batch-runner/runtime/disk-volume.ts";
 import { startPolicy } from "../../../test/support/policy.ts";
 import { startS3rver } from "../../../test/support/s3rver.ts";
 import { startSqs } from "../../../test/support/sqs.ts";
@@ -120,6 +121,8 @@ await Promise.all(runners.map((r) => stopGroup(r, 10_000)));
 await stopGroup(proxy, 10_000);
 await worker.dispose();
 await Promise.all([policy.close(), s3.stop(), sqs.stop()]);
+// A runner SIGKILLed above leaves its sessions' volumes mounted (as root): rm cannot remove a mount point.
+await unmountUnder(root);
 await rm(root, { recursive: true, force: true });
 process.exit(0);
 
