@@ -5,7 +5,8 @@ more on a busy machine); a server started in between holds it and answers /healt
 sent a template family's session to such a server. Here the stranger is an HTTP server on the
 port picked first that answers /health and an OpenAI model list with ``policy``, as another
 engine would: the stack must start vLLM on another port when it picked the port itself, and
-refuse (not use the stranger) when the caller gave the port.
+refuse (not use the stranger) when the caller gave the port. An engine of the stack's own that
+refuses its model list (an ``--api-key`` in the extra args) is named as the reason at once.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -72,3 +74,16 @@ def test_a_given_port_another_server_holds_is_refused_not_used(tmp_path: Path, s
     with pytest.raises(stack.PortTaken, match="held by another process"):
         with stack.engine_only(tmp_path / "out", model, root=ROOT, engine_port=stranger_port):
             pytest.fail("the stack yielded the stranger as its engine")
+
+
+@needs_engine_lane
+def test_an_engine_given_an_api_key_is_named_as_the_reason_not_waited_for(tmp_path: Path) -> None:
+    # Its model list answers 401 once it serves; the stack cannot tell it from a stranger by the
+    # list, but vLLM's own log says it bound the port, so the refusal is its key.
+    model = copy_tiny_model(tmp_path / "model")
+    args = ("--no-enable-prefix-caching", "--api-key", "k")
+    started = time.monotonic()
+    with pytest.raises(stack.StackError, match="takes no --api-key"):
+        with stack.engine_only(tmp_path / "out", model, root=ROOT, engine_args=args):
+            pytest.fail("an engine whose model list refuses the stack was yielded")
+    assert time.monotonic() - started < 200, "waited for the start timeout instead of naming the key"

@@ -27,6 +27,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -166,6 +167,11 @@ def wait_engine(url: str, instance: str, proc: subprocess.Popen[bytes], log: Pat
             with urllib.request.urlopen(f"{url}/v1/models", timeout=5) as res:
                 if instance in {m.get("id") for m in json.load(res).get("data", [])}:
                     return
+        except urllib.error.HTTPError as err:
+            # vLLM binds its port before it says it serves: from then on a refusal is this engine's own.
+            if err.code in (401, 403) and "Starting vLLM server on" in log.read_text():
+                raise StackError(f"{url}/v1/models answered {err.code}: the stack's engine takes no --api-key "
+                                 "(polar serve sends none to it)") from None  # fmt: skip
         except (OSError, ValueError, AttributeError):
             pass  # not listening yet, or not an OpenAI model list: not this engine
         time.sleep(0.5)
