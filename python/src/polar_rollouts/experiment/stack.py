@@ -33,9 +33,10 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 PR_SET_PDEATHSIG = 1
+T = TypeVar("T")
 
 
 class StackError(RuntimeError):
@@ -123,32 +124,44 @@ class Watchdog:
         self.proc.wait()
 
 
-def wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout_s: float) -> None:
+def _until(proc: subprocess.Popen[bytes], log: Path, timeout_s: float, probe: Callable[[], T | None], waited: str,
+           every_s: float = 0.5) -> T:  # fmt: skip
+    """Asks ``probe`` until it gives a value; ``proc`` exiting first (``PortTaken`` when its port was
+    held), or ``timeout_s`` passing, is a StackError with the tail of ``log``. ``probe`` may raise
+    a StackError of its own."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise StackError(f"{proc.args!r} exited ({proc.returncode}); {log}:\n{log.read_text()[-3000:]}")
+            text = log.read_text()
+            if "Address already in use" in text:
+                raise PortTaken(f"{proc.args!r}: its port is held by another process; {log}:\n{text[-3000:]}")
+            raise StackError(f"{proc.args!r} exited ({proc.returncode}); {log}:\n{text[-3000:]}")
+        found = probe()
+        if found is not None:
+            return found
+        time.sleep(every_s)
+    raise StackError(f"{waited} after {timeout_s:.0f}s; {log}:\n{log.read_text()[-3000:]}")
+
+
+def wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout_s: float) -> None:
+    def healthy() -> bool | None:
         try:
             with urllib.request.urlopen(url, timeout=2) as res:
-                if res.status == 200:
-                    return
+                return True if res.status == 200 else None
         except OSError:
-            pass
-        time.sleep(0.5)
-    raise StackError(f"no answer from {url} after {timeout_s:.0f}s; {log}:\n{log.read_text()[-3000:]}")
+            return None
+
+    _until(proc, log, timeout_s, healthy, f"no answer from {url}")
 
 
 def printed_url(proc: subprocess.Popen[bytes], log: Path, timeout_s: float) -> str:
     """The URL ``polar serve --port 0`` prints once it listens."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+
+    def printed() -> str | None:
         found = re.search(r"control API and proxy on (http://[^;\s]+)", log.read_text())
-        if found:
-            return found.group(1)
-        if proc.poll() is not None:
-            raise StackError(f"{proc.args!r} exited ({proc.returncode}); {log}:\n{log.read_text()[-3000:]}")
-        time.sleep(0.2)
-    raise StackError(f"polar serve printed no address after {timeout_s:.0f}s; {log}:\n{log.read_text()[-3000:]}")
+        return found.group(1) if found else None
+
+    return _until(proc, log, timeout_s, printed, "polar serve printed no address", every_s=0.2)
 
 
 def wait_engine(url: str, instance: str, proc: subprocess.Popen[bytes], log: Path, timeout_s: float) -> None:
@@ -156,26 +169,21 @@ def wait_engine(url: str, instance: str, proc: subprocess.Popen[bytes], log: Pat
     (``engine.sh serve --instance``). /health is not enough: a port is free when picked, but vLLM
     binds it only after its imports (10 s or more on a busy machine), and another server that took
     it in between answers /health too; the trainer would then sync weights into a stranger."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            text = log.read_text()
-            if "Address already in use" in text:
-                raise PortTaken(f"{url}: the port is held by another process; {log}:\n{text[-1500:]}")
-            raise StackError(f"{proc.args!r} exited ({proc.returncode}); {log}:\n{text[-3000:]}")
+
+    def lists_instance() -> bool | None:
         try:
             with urllib.request.urlopen(f"{url}/v1/models", timeout=5) as res:
-                if instance in {m.get("id") for m in json.load(res).get("data", [])}:
-                    return
+                return True if instance in {m.get("id") for m in json.load(res).get("data", [])} else None
         except urllib.error.HTTPError as err:
             # vLLM binds its port before it says it serves: from then on a refusal is this engine's own.
             if err.code in (401, 403) and "Starting vLLM server on" in log.read_text():
                 raise StackError(f"{url}/v1/models answered {err.code}: the stack's engine takes no --api-key "
                                  "(polar serve sends none to it)") from None  # fmt: skip
+            return None
         except (OSError, ValueError, AttributeError):
-            pass  # not listening yet, or not an OpenAI model list: not this engine
-        time.sleep(0.5)
-    raise StackError(f"no answer from the engine at {url} after {timeout_s:.0f}s; {log}:\n{log.read_text()[-3000:]}")
+            return None  # not listening yet, or not an OpenAI model list: not this engine
+
+    _until(proc, log, timeout_s, lists_instance, f"no answer from the engine at {url}")
 
 
 def stop(proc: subprocess.Popen[bytes] | None, sig: int, timeout_s: float = 20) -> None:
